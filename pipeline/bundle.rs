@@ -1,0 +1,251 @@
+//! Stage 4: assembles the bundle in a staging directory and renames it into place, so a
+//! failed build never leaves a half-written bundle behind.
+
+use crate::calibration::{self, IpfReport};
+use crate::candidates::CandidateReport;
+use crate::fsio::{sha256_hex, to_json_pretty, StagingDir};
+use crate::margins::Status;
+use crate::profile::{Person, Profile};
+use crate::sampling::SamplingReport;
+use crate::stages::{read_jsonl, CalibrationArtifact, Inputs, SampleArtifact};
+use anyhow::{anyhow, Context, Result};
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+
+pub const FORMAT: &str = "privforge-bundle/0";
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CellRow {
+    pub cell: Vec<String>,
+    pub target: f64,
+    pub pool: f64,
+    pub sample: f64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct MarginResult {
+    pub name: String,
+    pub file: String,
+    pub fields: Vec<String>,
+    pub status: Status,
+    pub pool_l1: f64,
+    pub sample_l1: f64,
+    pub plain_draw_l1: f64,
+    pub floor_l1: f64,
+    pub cells: Vec<CellRow>,
+}
+
+/// `calibration.json` of the bundle.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CalibrationReport {
+    pub candidates: CandidateReport,
+    pub pool_size: usize,
+    pub backfill_rounds: usize,
+    pub deficits_per_round: Vec<usize>,
+    pub ipf: IpfReport,
+    pub sampling: SamplingReport,
+    pub margins: Vec<MarginResult>,
+}
+
+/// JSON Schema of a profile record, with the value sets of the build's taxonomy.
+pub fn profile_schema(inp: &Inputs) -> Value {
+    let tax = &inp.taxonomy;
+    let countries: Vec<String> = tax.countries.iter().map(|c| regex_escape(&c.name)).collect();
+    let location = format!("^[^,]+, ({})$", countries.join("|"));
+    let mut props = serde_json::Map::new();
+    props.insert("profile_id".into(), json!({"type": "string", "pattern": "^P[0-9]{4,}$"}));
+    props.insert("candidate_id".into(), json!({"type": "string", "pattern": "^C[0-9]{7,}$"}));
+    props.insert("proposal".into(), json!({"enum": ["target", "uniform", "backfill"]}));
+    props.insert(
+        "age".into(),
+        json!({"type": "integer", "minimum": tax.fields.age.min, "maximum": tax.fields.age.max}),
+    );
+    for f in [
+        "sex",
+        "ethnicity",
+        "citizenship",
+        "education_level",
+        "income_level",
+        "relationship_status",
+        "religious_belief",
+        "occupation",
+        "physical_condition",
+        "mental_condition",
+        "age_group",
+        "current_country",
+        "birth_country",
+        "current_city_size",
+        "occupation_group",
+    ] {
+        props.insert(f.into(), json!({"enum": tax.domain(f).unwrap_or(&[])}));
+    }
+    for f in ["current_location", "birth_location"] {
+        props.insert(f.into(), json!({"type": "string", "pattern": location}));
+    }
+    let required: Vec<String> = props.keys().cloned().collect();
+    json!({
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "PrivForge profile record",
+        "type": "object",
+        "additionalProperties": false,
+        "required": required,
+        "properties": props
+    })
+}
+
+fn regex_escape(s: &str) -> String {
+    s.chars()
+        .flat_map(|c| if "\\.+*?()|[]{}^$".contains(c) { vec!['\\', c] } else { vec![c] })
+        .collect()
+}
+
+pub fn write(inp: &Inputs, work: &Path) -> Result<()> {
+    let cfg = &inp.config;
+    let pool: Vec<Person> = read_jsonl(&work.join("pool.jsonl"))?;
+    let cal: CalibrationArtifact = serde_json::from_slice(&std::fs::read(work.join("calibration.json"))?)
+        .context("work/calibration.json")?;
+    let sample: SampleArtifact =
+        serde_json::from_slice(&std::fs::read(work.join("sample.json"))?).context("work/sample.json")?;
+    let by_id: HashMap<&str, usize> = pool.iter().enumerate().map(|(i, p)| (p.candidate_id.as_str(), i)).collect();
+    let sel: Vec<usize> = sample
+        .selected_candidate_ids
+        .iter()
+        .map(|id| by_id.get(id.as_str()).copied().ok_or_else(|| anyhow!("sample names unknown candidate {id}")))
+        .collect::<Result<_>>()?;
+
+    let width = cfg.population.profiles.to_string().len().max(4);
+    let profiles: Vec<Profile> = sel
+        .iter()
+        .enumerate()
+        .map(|(k, &i)| Profile { profile_id: format!("P{:0width$}", k + 1), person: pool[i].clone() })
+        .collect();
+
+    // Per-cell target / pool / sample shares for the report.
+    let enc = calibration::encode(&inp.margins, &pool);
+    let mut margin_results = Vec::new();
+    for (m, e) in inp.margins.margins.iter().zip(&enc) {
+        let (pmass, _) = calibration::cell_mass(e, &cal.weights);
+        let ptotal: f64 = cal.weights.iter().sum();
+        let mut smass = vec![0.0; m.cells.len()];
+        for &i in &sel {
+            if e.cell[i] != calibration::UNLISTED {
+                smass[e.cell[i] as usize] += 1.0;
+            }
+        }
+        let entry = inp.margins.manifest.margins.iter().find(|x| x.name == m.name).unwrap();
+        margin_results.push(MarginResult {
+            name: m.name.clone(),
+            file: entry.file.clone(),
+            fields: m.fields.clone(),
+            status: entry.status.clone(),
+            pool_l1: cal.ipf.final_l1[&m.name],
+            sample_l1: sample.report.sample_l1[&m.name],
+            plain_draw_l1: sample.report.plain_draw_l1[&m.name],
+            floor_l1: sample.report.floor_l1[&m.name],
+            cells: m
+                .cells
+                .iter()
+                .enumerate()
+                .map(|(c, cell)| CellRow {
+                    cell: cell.clone(),
+                    target: m.shares[c],
+                    pool: pmass[c] / ptotal,
+                    sample: smass[c] / sel.len() as f64,
+                })
+                .collect(),
+        });
+    }
+    let report = CalibrationReport {
+        candidates: cal.candidates.clone(),
+        pool_size: cal.pool_size,
+        backfill_rounds: cal.backfill_rounds,
+        deficits_per_round: cal.deficits_per_round.clone(),
+        ipf: cal.ipf.clone(),
+        sampling: sample.report.clone(),
+        margins: margin_results,
+    };
+
+    let mut files: BTreeMap<String, Vec<u8>> = BTreeMap::new();
+    let mut buf = Vec::new();
+    for p in &profiles {
+        serde_json::to_writer(&mut buf, p)?;
+        buf.push(b'\n');
+    }
+    files.insert("profiles.jsonl".into(), buf);
+    files.insert("calibration.json".into(), to_json_pretty(&report)?);
+    files.insert("schemas/profile.schema.json".into(), to_json_pretty(&profile_schema(inp))?);
+    for entry in &inp.margins.manifest.margins {
+        let bytes = std::fs::read(inp.margins.dir.join(&entry.file))?;
+        files.insert(format!("margins/{}", entry.file), bytes);
+    }
+
+    let mut inputs = BTreeMap::new();
+    inputs.insert(
+        "config".to_string(),
+        BTreeMap::from([(inp.config_path.display().to_string(), crate::fsio::sha256_file(&inp.config_path)?)]),
+    );
+    let mut tax_hashes = BTreeMap::new();
+    for p in inp.taxonomy.input_files() {
+        let rel = p.strip_prefix(&inp.taxonomy.dir).unwrap_or(&p).display().to_string();
+        tax_hashes.insert(rel, crate::fsio::sha256_file(&p)?);
+    }
+    inputs.insert("taxonomy".to_string(), tax_hashes);
+    inputs.insert("margins".to_string(), inp.margins.input_hashes()?);
+
+    let manifest_wo_files = json!({
+        "bundle_format": FORMAT,
+        "bundle_version": cfg.bundle_version,
+        "build_date": cfg.date,
+        "generator": {"name": "privforge", "version": env!("CARGO_PKG_VERSION")},
+        "seed": cfg.seed,
+        "config": cfg,
+        "config_sha256": cfg.hash(),
+        "inputs": inputs,
+        "counts": {
+            "profiles": profiles.len(),
+            "candidates": cal.pool_size,
+            "margins": inp.margins.margins.len(),
+        },
+        "margins": inp.margins.manifest.margins.iter().map(|m| json!({
+            "name": m.name, "file": format!("margins/{}", m.file), "fields": m.fields, "status": m.status,
+        })).collect::<Vec<_>>(),
+        "calibration": {
+            "max_l1": cal.ipf.max_l1,
+            "tolerance": cal.ipf.tolerance,
+            "ipf_sweeps": cal.ipf.sweeps,
+            "effective_sample_size": cal.ipf.effective_sample_size,
+            "sample_l1": sample.report.sample_l1,
+            "plain_draw_l1": sample.report.plain_draw_l1,
+            "best_trial_l1": sample.report.best_trial_l1,
+            "floor_l1": sample.report.floor_l1,
+            "sample_total_l1": sample.report.sample_total_l1,
+            "plain_draw_total_l1": sample.report.plain_draw_total_l1,
+            "floor_total_l1": sample.report.floor_total_l1,
+        },
+    });
+    files.insert("calibration.html".into(), crate::report::render(&manifest_wo_files, &report).into_bytes());
+
+    let listing: BTreeMap<String, Value> = files
+        .iter()
+        .map(|(k, v)| (k.clone(), json!({"sha256": sha256_hex(v), "bytes": v.len()})))
+        .collect();
+    let mut manifest = manifest_wo_files;
+    manifest["files"] = serde_json::to_value(listing)?;
+    files.insert("manifest.json".into(), to_json_pretty(&manifest)?);
+
+    let out = &cfg.paths.output;
+    let staging = StagingDir::new(out)?;
+    for (name, bytes) in &files {
+        let p = staging.path().join(name);
+        if let Some(d) = p.parent() {
+            std::fs::create_dir_all(d)?;
+        }
+        std::fs::write(&p, bytes).with_context(|| format!("cannot write {}", p.display()))?;
+    }
+    crate::verify::verify(staging.path()).context("the staged bundle fails verification")?;
+    staging.commit(out)?;
+    eprintln!("bundle: {} ({} files, {} profiles)", out.display(), files.len(), profiles.len());
+    Ok(())
+}

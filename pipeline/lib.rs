@@ -1,0 +1,33 @@
+//! PrivForge: a staged, reproducible generator of privacy benchmark bundles.
+//!
+//! A build runs these stages in order; each reads the typed artifact the previous one
+//! wrote to the work directory and writes its own:
+//!
+//! 1. [`candidates`]: λ-mixture proposal of candidate seed profiles (`candidates.jsonl`)
+//! 2. [`calibration`]: capacity checks, targeted backfill and IPF weights (`calibration.json`)
+//! 3. [`sampling`]: selection of the N profiles (`sample.json`)
+//! 4. [`bundle`]: assembly of the versioned bundle, written atomically
+//!
+//! Inputs are data: [`taxonomy`] value sets and [`margins`] (derived from open statistics by
+//! [`margins_build`]); [`config`] holds the run parameters and [`seeding`] turns the run seed
+//! into per-decision random streams.
+
+pub mod config;
+pub mod fsio;
+pub mod seeding;
+pub mod taxonomy;
+
+pub mod margins;
+pub mod margins_build;
+
+pub mod candidates;
+pub mod calibration;
+pub mod sampling;
+pub mod bundle;
+
+pub mod report;
+pub mod stages;
+pub mod verify;
+
+pub mod bench;
+pub mod profile;

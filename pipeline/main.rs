@@ -1,0 +1,129 @@
+//! Command-line entry point of PrivForge.
+
+use anyhow::Result;
+use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(name = "privforge", version, about = "Builds reproducible, population-calibrated privacy benchmark bundles")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run every stage and write the bundle named in the config.
+    Build {
+        #[arg(long, default_value = "configs/reference.toml")]
+        config: PathBuf,
+    },
+    /// Check a bundle: hashes, schemas, counts and recomputed calibration figures.
+    Verify {
+        bundle: PathBuf,
+        /// A sha256sum-style list the bundle must match exactly.
+        #[arg(long)]
+        expected: Option<PathBuf>,
+        /// Print the bundle's sha256sum-style list instead of checking against one.
+        #[arg(long)]
+        print_sums: bool,
+    },
+    /// Population margins.
+    Margins {
+        #[command(subcommand)]
+        command: MarginsCommand,
+    },
+    /// Benchmarks that print figures.
+    Bench {
+        #[command(subcommand)]
+        command: BenchCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum MarginsCommand {
+    /// Derive the margins from the statistical extracts in --sources.
+    Build {
+        #[arg(long)]
+        sources: PathBuf,
+        #[arg(long, default_value = "population-margins")]
+        out: PathBuf,
+        #[arg(long, default_value = "taxonomy")]
+        taxonomy: PathBuf,
+    },
+}
+
+#[derive(Subcommand)]
+enum BenchCommand {
+    /// IPF on the reference margins against the Python ipfn package.
+    Ipf {
+        #[arg(long, default_value = "configs/reference.toml")]
+        config: PathBuf,
+        #[arg(long, default_value_t = 100_000)]
+        candidates: usize,
+        #[arg(long, default_value_t = 3)]
+        repeat: usize,
+        /// Where the problem is exported for the peer.
+        #[arg(long, default_value = "outputs/work/bench-ipf")]
+        export: PathBuf,
+        /// Python interpreter with ipfn installed; omit to time only PrivForge.
+        #[arg(long)]
+        python: Option<PathBuf>,
+        #[arg(long, default_value = "bench/ipfn_peer.py")]
+        peer_script: PathBuf,
+    },
+}
+
+fn run(cli: Cli) -> Result<()> {
+    match cli.command {
+        Command::Build { config } => {
+            let out = privforge::stages::build(&config)?;
+            println!("built {}", out.display());
+        }
+        Command::Verify { bundle, expected, print_sums } => {
+            let s = privforge::verify::verify(&bundle)?;
+            if print_sums {
+                print!("{}", privforge::verify::sha256sums(&bundle)?);
+                return Ok(());
+            }
+            println!("{}: OK ({} files, {} profiles)", bundle.display(), s.files, s.profiles);
+            if let Some(exp) = expected {
+                let n = privforge::verify::check_expected(&bundle, &exp)?;
+                println!("{}: identical to {} ({n} files)", bundle.display(), exp.display());
+            }
+        }
+        Command::Margins { command: MarginsCommand::Build { sources, out, taxonomy } } => {
+            let s = privforge::margins_build::build(&sources, &out, &taxonomy)?;
+            for (name, cells, status) in &s.margins {
+                println!("{name:<24} {cells:>5} cells  {status:?}");
+            }
+            println!(
+                "city catalog: {} cities ({} duplicate names dropped); WPP vs Table 5 max abs diff {:.6}",
+                s.cities, s.dropped_duplicate_cities, s.wpp_vs_table5_max_abs_diff
+            );
+        }
+        Command::Bench { command: BenchCommand::Ipf { config, candidates, repeat, export, python, peer_script } } => {
+            let opts = privforge::bench::IpfBenchOptions {
+                config: &config,
+                candidates,
+                repeat,
+                export: &export,
+                python: python.as_deref(),
+                peer_script: &peer_script,
+            };
+            privforge::bench::ipf(&opts)?;
+        }
+    }
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    match run(Cli::parse()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

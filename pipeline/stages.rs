@@ -1,0 +1,234 @@
+//! Runs a build: validates every input first, then the stages in order, each reading the
+//! previous stage's artifact from the work directory and writing its own.
+
+use crate::calibration::{self, Deficit, IpfReport};
+use crate::candidates::{self, CandidateReport};
+use crate::config::Config;
+use crate::fsio::{to_json_pretty, write_atomic};
+use crate::margins::MarginSet;
+use crate::profile::Person;
+use crate::sampling::{self, SamplingReport};
+use crate::taxonomy::Taxonomy;
+use anyhow::{anyhow, Context, Result};
+use indicatif::{ProgressBar, ProgressStyle};
+use serde::{Deserialize, Serialize};
+use std::collections::HashSet;
+use std::io::{BufRead, BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+/// Everything a build reads, loaded and validated before any output is touched.
+pub struct Inputs {
+    pub config_path: PathBuf,
+    pub config: Config,
+    pub taxonomy: Taxonomy,
+    pub margins: MarginSet,
+}
+
+impl Inputs {
+    pub fn load(config_path: &Path) -> Result<Self> {
+        let config = Config::load(config_path)?;
+        let taxonomy = Taxonomy::load(&config.paths.taxonomy)?;
+        let margins = MarginSet::load(&config.paths.margins, &taxonomy)?;
+        Ok(Self { config_path: config_path.to_path_buf(), config, taxonomy, margins })
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CalibrationArtifact {
+    pub pool_size: usize,
+    pub candidates: CandidateReport,
+    pub backfill_rounds: usize,
+    /// Deficits found in each round before its backfill.
+    pub deficits_per_round: Vec<usize>,
+    pub ipf: IpfReport,
+    pub weights: Vec<f64>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SampleArtifact {
+    pub selected_candidate_ids: Vec<String>,
+    pub report: SamplingReport,
+}
+
+fn stage_bar(name: &str, len: u64) -> ProgressBar {
+    let pb = ProgressBar::new(len);
+    pb.set_style(
+        ProgressStyle::with_template("{prefix:>12} [{bar:30}] {pos}/{len} {msg}")
+            .unwrap()
+            .progress_chars("=> "),
+    );
+    pb.set_prefix(name.to_string());
+    pb
+}
+
+pub fn write_jsonl<T: Serialize>(path: &Path, items: &[T]) -> Result<()> {
+    let mut buf = BufWriter::new(Vec::new());
+    for it in items {
+        serde_json::to_writer(&mut buf, it)?;
+        buf.write_all(b"\n")?;
+    }
+    write_atomic(path, &buf.into_inner()?)
+}
+
+pub fn read_jsonl<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<Vec<T>> {
+    let f = std::fs::File::open(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let mut out = Vec::new();
+    for (i, line) in std::io::BufReader::new(f).lines().enumerate() {
+        let line = line?;
+        out.push(serde_json::from_str(&line).map_err(|e| anyhow!("{}:{}: {e}", path.display(), i + 1))?);
+    }
+    Ok(out)
+}
+
+fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<T> {
+    let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+    serde_json::from_slice(&bytes).with_context(|| format!("{}: unexpected content", path.display()))
+}
+
+/// Stage 1.
+pub fn run_candidates(inp: &Inputs, work: &Path) -> Result<()> {
+    let c = &inp.config;
+    let pb = stage_bar("candidates", c.population.candidates as u64);
+    let (pool, report) = candidates::generate(
+        c.seed,
+        c.population.candidates,
+        c.population.lambda,
+        c.population.attempts_factor,
+        &inp.taxonomy,
+        &inp.margins,
+        &|n| pb.set_position(n),
+    )?;
+    pb.finish_and_clear();
+    write_jsonl(&work.join("candidates.jsonl"), &pool)?;
+    write_atomic(&work.join("candidates.report.json"), &to_json_pretty(&report)?)?;
+    eprintln!(
+        "candidates: {} unique ({} target-informed, {} uniform), {} duplicates skipped",
+        pool.len(),
+        report.target_informed,
+        report.uniform,
+        report.duplicates_skipped
+    );
+    Ok(())
+}
+
+/// Stage 2.
+pub fn run_calibration(inp: &Inputs, work: &Path) -> Result<()> {
+    let c = &inp.config;
+    let mut pool: Vec<Person> = read_jsonl(&work.join("candidates.jsonl"))?;
+    let mut report: CandidateReport = read_json(&work.join("candidates.report.json"))?;
+    let mut seen: HashSet<String> = pool.iter().map(|p| p.seed_key()).collect();
+    let n = c.population.profiles;
+    let mut deficits_per_round = Vec::new();
+    let mut rounds = 0;
+    loop {
+        let deficits = calibration::capacity_deficits(&inp.margins, &pool, n);
+        deficits_per_round.push(deficits.len());
+        if deficits.is_empty() {
+            break;
+        }
+        if rounds == c.ipf.backfill_rounds {
+            let list: Vec<String> = deficits
+                .iter()
+                .take(10)
+                .map(|(_, _, d): &(usize, usize, Deficit)| {
+                    format!("{} [{}] needs {} candidates, has {}", d.margin, d.cell.join(" | "), d.required, d.available)
+                })
+                .collect();
+            return Err(anyhow!(
+                "capacity check failed after {rounds} backfill rounds: {} cells lack candidates: {}{}",
+                deficits.len(),
+                list.join("; "),
+                if deficits.len() > 10 { "; ..." } else { "" }
+            ));
+        }
+        rounds += 1;
+        for (mi, ci, d) in &deficits {
+            candidates::backfill_cell(
+                c.seed,
+                rounds,
+                &inp.margins.margins[*mi],
+                *ci,
+                d.required - d.available,
+                c.population.attempts_factor,
+                &inp.taxonomy,
+                &inp.margins,
+                &mut pool,
+                &mut seen,
+                &mut report,
+            )?;
+        }
+    }
+    let pb = ProgressBar::new_spinner();
+    pb.set_message("calibration: IPF");
+    let enc = calibration::encode(&inp.margins, &pool);
+    let fit = calibration::ipf(&enc, n, c.ipf.tolerance, c.ipf.max_sweeps)?;
+    pb.finish_and_clear();
+    eprintln!(
+        "calibration: pool {} (backfill {} in {rounds} rounds), IPF {} sweeps, max L1 {:.6}, ESS {:.0}",
+        pool.len(),
+        report.backfill,
+        fit.report.sweeps,
+        fit.report.max_l1,
+        fit.report.effective_sample_size
+    );
+    if rounds > 0 {
+        write_jsonl(&work.join("pool.jsonl"), &pool)?;
+    } else {
+        std::fs::copy(work.join("candidates.jsonl"), work.join("pool.jsonl"))?;
+    }
+    let art = CalibrationArtifact {
+        pool_size: pool.len(),
+        candidates: report,
+        backfill_rounds: rounds,
+        deficits_per_round,
+        ipf: fit.report,
+        weights: fit.weights,
+    };
+    write_atomic(&work.join("calibration.json"), &to_json_pretty(&art)?)
+}
+
+/// Stage 3.
+pub fn run_sampling(inp: &Inputs, work: &Path) -> Result<()> {
+    let c = &inp.config;
+    let pool: Vec<Person> = read_jsonl(&work.join("pool.jsonl"))?;
+    let cal: CalibrationArtifact = read_json(&work.join("calibration.json"))?;
+    if cal.weights.len() != pool.len() {
+        return Err(anyhow!("work artifacts disagree: {} weights for {} candidates", cal.weights.len(), pool.len()));
+    }
+    let enc = calibration::encode(&inp.margins, &pool);
+    let sel = sampling::select(
+        &enc,
+        &cal.weights,
+        c.population.profiles,
+        c.seed,
+        c.sampling.trials,
+        c.sampling.swap_iterations,
+    )?;
+    eprintln!(
+        "sampling: total L1 {:.4} (best of {} draws {:.4}, plain draw {:.4}, floor {:.4}); {} swaps",
+        sel.report.sample_total_l1,
+        c.sampling.trials,
+        sel.report.best_trial_total_l1,
+        sel.report.plain_draw_total_l1,
+        sel.report.floor_total_l1,
+        sel.report.swaps_accepted
+    );
+    let art = SampleArtifact {
+        selected_candidate_ids: sel.selected.iter().map(|&i| pool[i].candidate_id.clone()).collect(),
+        report: sel.report,
+    };
+    write_atomic(&work.join("sample.json"), &to_json_pretty(&art)?)
+}
+
+/// A whole build: inputs are validated before anything is written; the bundle appears only
+/// if every stage succeeded.
+pub fn build(config_path: &Path) -> Result<PathBuf> {
+    let inp = Inputs::load(config_path)?;
+    let work = inp.config.paths.work.clone();
+    std::fs::create_dir_all(&work).with_context(|| format!("cannot create {}", work.display()))?;
+    run_candidates(&inp, &work)?;
+    run_calibration(&inp, &work)?;
+    run_sampling(&inp, &work)?;
+    crate::bundle::write(&inp, &work)?;
+    Ok(inp.config.paths.output.clone())
+}
