@@ -56,6 +56,15 @@ this because ipfn 1.4.4 gets MultiIndex margins wrong in two ways:
 With one key column per margin, ipfn only takes its single-index path. That path
 never reorders rows, and its weights match a reference numpy IPF to about 1e-13.
 
+That path has one more bug: a cell that holds exactly one row crashes it
+(`.loc` returns a scalar; AttributeError: 'numpy.float64' object has no attribute
+'loc'). So every candidate that is alone in a cell of any margin gets a zero-weight
+twin: a copy of its field values with weight 0.0. ipfn's updates are multiplicative,
+so a twin's weight stays 0. It adds nothing to any cell total and lies only in
+cells its original already occupies. The fitted weights of the real candidates are
+therefore unchanged. The script checks after every fit that all twins still weigh 0,
+and the twins are left out of all reported figures ("candidates" counts real rows only).
+
 Stopping rule ("equal tolerance")
 ---------------------------------
 ipfn's own criterion is computed after each sweep as
@@ -142,14 +151,12 @@ class Margin:
 
 @dataclass
 class Problem:
-    frame: pd.DataFrame      # fields, key columns, row id, weight (= 1.0)
+    frame: pd.DataFrame      # fields, key columns, row id (-1 for twins), weight
     margins: list[Margin]
     tolerance: float
     max_sweeps: int
-
-    @property
-    def n(self) -> int:
-        return len(self.frame)
+    n: int                   # real candidates (the frame's first n rows)
+    twins: int               # zero-weight twin rows appended after them
 
 
 # --------------------------------------------------------------------------- loading
@@ -172,9 +179,25 @@ def read_header(path: str) -> list[str]:
     return header
 
 
-def read_string_table(path: str, header: list[str]) -> pd.DataFrame:
+def check_row_lengths(path: str, width: int) -> None:
+    """pandas pads short rows and may silently drop an extra field; refuse both."""
     try:
-        table = pd.read_csv(path, dtype=str, keep_default_na=False, na_filter=False)
+        with open(path, newline="") as fh:
+            reader = csv.reader(fh)
+            next(reader, None)
+            for row in reader:
+                if len(row) != width and row:
+                    raise ProblemError(f"{path}: line {reader.line_num} has {len(row)} "
+                                       f"field(s), the header has {width}")
+    except (csv.Error, UnicodeDecodeError) as exc:
+        raise ProblemError(f"{path}: {exc}") from exc
+
+
+def read_string_table(path: str, header: list[str]) -> pd.DataFrame:
+    check_row_lengths(path, len(header))
+    try:
+        table = pd.read_csv(path, dtype=str, keep_default_na=False, na_filter=False,
+                            index_col=False, skip_blank_lines=True)
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError,
             ValueError) as exc:
         raise ProblemError(f"{path}: {exc}") from exc
@@ -310,9 +333,21 @@ def load_problem(directory: str) -> Problem:
         log(f"note: candidate column(s) {unused} are used by no margin and are ignored")
     for f in used:
         frame[f] = candidates[f].to_numpy(dtype=object)
-    frame[ROW_COL] = np.arange(len(candidates), dtype=np.int64)
+    n = len(candidates)
+    frame[ROW_COL] = np.arange(n, dtype=np.int64)
     frame[WEIGHT_COL] = 1.0
-    return Problem(frame, margins, tolerance, max_sweeps)
+
+    # Candidates alone in some cell get a zero-weight twin (see the module docstring).
+    alone = np.zeros(n, dtype=bool)
+    for m in margins:
+        counts = np.bincount(m.cell_of_row, minlength=len(m.labels))
+        alone |= counts[m.cell_of_row] == 1
+    twins = frame.loc[alone].copy()
+    if len(twins):
+        twins[ROW_COL] = -1
+        twins[WEIGHT_COL] = 0.0
+        frame = pd.concat([frame, twins], ignore_index=True)
+    return Problem(frame, margins, tolerance, max_sweeps, n, len(twins))
 
 
 # --------------------------------------------------------------------------- checking
@@ -328,12 +363,17 @@ def l1_by_margin(problem: Problem, weights: np.ndarray) -> dict[str, float]:
 
 
 def weights_by_row(problem: Problem, fitted: pd.DataFrame) -> np.ndarray:
-    """ipfn may hand back rows reordered; put the weights back in candidate order."""
+    """Weights of the real candidates in candidate order (ipfn may reorder rows)."""
     rows = fitted[ROW_COL].to_numpy()
-    if len(rows) != problem.n or not np.array_equal(np.sort(rows), np.arange(problem.n)):
+    values = fitted[WEIGHT_COL].to_numpy(dtype=float)
+    real = rows >= 0
+    if len(rows) != problem.n + problem.twins or \
+            not np.array_equal(np.sort(rows[real]), np.arange(problem.n)):
         raise RuntimeError("ipfn returned a frame whose rows do not match the candidates")
+    if np.any(values[~real] != 0.0):
+        raise RuntimeError("a zero-weight twin row acquired weight inside ipfn")
     weights = np.empty(problem.n)
-    weights[rows] = fitted[WEIGHT_COL].to_numpy(dtype=float)
+    weights[rows[real]] = values[real]
     return weights
 
 
@@ -363,7 +403,7 @@ def fit_once(problem: Problem, stop: str, ipfn_cls) -> tuple[float, int, np.ndar
         return seconds, len(history), weights_by_row(problem, frame), conv
 
     sweeps, conv = 0, math.nan
-    weights = problem.frame[WEIGHT_COL].to_numpy(dtype=float)
+    weights = np.ones(problem.n)
     # Each one-sweep call ends with ipfn printing "Maximum iterations reached" on stdout;
     # that is expected here, so it is discarded rather than echoed once per sweep.
     sink = open(os.devnull, "w")
@@ -408,7 +448,8 @@ def main(argv: list[str] | None = None) -> int:
 
     from ipfn import ipfn as ipfn_module  # the package re-exports its module under this name
 
-    log(f"loaded {args.dir}: {problem.n} candidates, {len(problem.margins)} margins "
+    log(f"loaded {args.dir}: {problem.n} candidates (+{problem.twins} zero-weight twins), "
+        f"{len(problem.margins)} margins "
         f"({sum(len(m.fields) > 1 for m in problem.margins)} multi-field), "
         f"tolerance {problem.tolerance}, max_sweeps {problem.max_sweeps}, stop rule {args.stop}")
 

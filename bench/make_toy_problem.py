@@ -13,7 +13,8 @@ How the problem is built (deterministic for a given --n and --seed):
 
 * Six categorical fields. Candidates are drawn from a dependent generative model with
   structural zeros (children are never employed and never beyond primary education), so
-  several cross-classified cells have no candidates at all.
+  several cross-classified cells have no candidates at all. One country has only a
+  dozen candidates, so some of its cells hold a single candidate.
 * A hidden "true" weight is drawn for every candidate (log-linear in the fields plus
   per-record noise). Candidates in a few chosen cells get true weight 0, which produces
   target cells of share 0 that still contain candidates.
@@ -37,7 +38,8 @@ import sys
 
 import numpy as np
 
-COUNTRIES = ["DE", "FR", "IT", "ES", "PL", "NL", "BE", "SE", "AT", "PT"]
+COUNTRIES = ["DE", "FR", "IT", "ES", "PL", "NL", "BE", "SE", "AT", "PT", "MT"]
+TINY_COUNTRY, TINY_COUNT = "MT", 12   # so small that some of its cells hold one candidate
 EMPTY_COUNTRY = "LU"  # listed in the margins with share 0, never drawn
 AGE_GROUPS = ["00-14", "15-24", "25-34", "35-44", "45-54", "55-64", "65-74", "75+"]
 SEXES = ["F", "M"]
@@ -84,7 +86,8 @@ def make_candidates(rng: np.random.Generator, n: int) -> dict[str, np.ndarray]:
     n_c, n_a, n_e, n_m, n_h = (len(COUNTRIES), len(AGE_GROUPS), len(EDUCATION),
                                len(EMPLOYMENT), len(HOUSEHOLD))
 
-    country = rng.choice(n_c, size=n, p=rng.dirichlet(np.full(n_c, 2.0)))
+    country = rng.choice(n_c - 1, size=n, p=rng.dirichlet(np.full(n_c - 1, 2.0)))
+    country[rng.choice(n, size=TINY_COUNT, replace=False)] = COUNTRIES.index(TINY_COUNTRY)
 
     age_by_country = rng.dirichlet(np.full(n_a, 4.0), size=n_c)
     age = draw_categorical(rng, age_by_country[country])

@@ -48,11 +48,15 @@ fn export(dir: &Path, inp: &Inputs, pool: &[Person], tol: f64, max_sweeps: usize
             r.push(format!("{s}"));
             w.write_record(&r)?;
         }
-        write_atomic(&dir.join("margins").join(format!("{}.csv", m.name)), &w.into_inner()?)?;
+        write_atomic(
+            &dir.join("margins").join(format!("{}.csv", m.name)),
+            &w.into_inner()?,
+        )?;
     }
     write_atomic(
         &dir.join("problem.json"),
-        serde_json::to_string_pretty(&json!({"tolerance": tol, "max_sweeps": max_sweeps}))?.as_bytes(),
+        serde_json::to_string_pretty(&json!({"tolerance": tol, "max_sweeps": max_sweeps}))?
+            .as_bytes(),
     )
 }
 
@@ -73,7 +77,12 @@ pub fn ipf(opts: &IpfBenchOptions) -> Result<Value> {
     let mut fit = None;
     for _ in 0..opts.repeat.max(1) {
         let t = Instant::now();
-        let f = calibration::ipf(&enc, cfg.population.profiles, cfg.ipf.tolerance, cfg.ipf.max_sweeps)?;
+        let f = calibration::ipf(
+            &enc,
+            cfg.population.profiles,
+            cfg.ipf.tolerance,
+            cfg.ipf.max_sweeps,
+        )?;
         best = best.min(t.elapsed().as_secs_f64());
         fit = Some(f);
     }
@@ -97,7 +106,13 @@ pub fn ipf(opts: &IpfBenchOptions) -> Result<Value> {
     let Some(python) = opts.python else {
         return Ok(result);
     };
-    export(opts.export, &inp, &pool, cfg.ipf.tolerance, cfg.ipf.max_sweeps)?;
+    export(
+        opts.export,
+        &inp,
+        &pool,
+        cfg.ipf.tolerance,
+        cfg.ipf.max_sweeps,
+    )?;
     let out = std::process::Command::new(python)
         .arg(opts.peer_script)
         .arg(opts.export)
@@ -106,9 +121,15 @@ pub fn ipf(opts: &IpfBenchOptions) -> Result<Value> {
     if !out.status.success() {
         bail!("ipfn peer failed: {}", String::from_utf8_lossy(&out.stderr));
     }
-    let peer: Value = serde_json::from_slice(&out.stdout)
-        .map_err(|e| anyhow!("ipfn peer printed no JSON ({e}): {}", String::from_utf8_lossy(&out.stdout)))?;
-    let ps = peer["seconds"].as_f64().ok_or_else(|| anyhow!("ipfn peer reported no seconds"))?;
+    let peer: Value = serde_json::from_slice(&out.stdout).map_err(|e| {
+        anyhow!(
+            "ipfn peer printed no JSON ({e}): {}",
+            String::from_utf8_lossy(&out.stdout)
+        )
+    })?;
+    let ps = peer["seconds"]
+        .as_f64()
+        .ok_or_else(|| anyhow!("ipfn peer reported no seconds"))?;
     println!(
         "ipfn {} (dataframe mode): {:.3} s, max L1 {:.6}, tolerance met: {}",
         peer["ipfn_version"].as_str().unwrap_or("?"),
@@ -116,7 +137,10 @@ pub fn ipf(opts: &IpfBenchOptions) -> Result<Value> {
         peer["max_l1"].as_f64().unwrap_or(f64::NAN),
         peer["met_tolerance"]
     );
-    println!("speed-up: {:.1}x (ipfn seconds / privforge seconds)", ps / best);
+    println!(
+        "speed-up: {:.1}x (ipfn seconds / privforge seconds)",
+        ps / best
+    );
     result["ipfn"] = peer;
     result["ratio"] = json!(ps / best);
     Ok(result)

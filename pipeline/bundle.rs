@@ -52,12 +52,25 @@ pub struct CalibrationReport {
 /// JSON Schema of a profile record, with the value sets of the build's taxonomy.
 pub fn profile_schema(inp: &Inputs) -> Value {
     let tax = &inp.taxonomy;
-    let countries: Vec<String> = tax.countries.iter().map(|c| regex_escape(&c.name)).collect();
+    let countries: Vec<String> = tax
+        .countries
+        .iter()
+        .map(|c| regex_escape(&c.name))
+        .collect();
     let location = format!("^[^,]+, ({})$", countries.join("|"));
     let mut props = serde_json::Map::new();
-    props.insert("profile_id".into(), json!({"type": "string", "pattern": "^P[0-9]{4,}$"}));
-    props.insert("candidate_id".into(), json!({"type": "string", "pattern": "^C[0-9]{7,}$"}));
-    props.insert("proposal".into(), json!({"enum": ["target", "uniform", "backfill"]}));
+    props.insert(
+        "profile_id".into(),
+        json!({"type": "string", "pattern": "^P[0-9]{4,}$"}),
+    );
+    props.insert(
+        "candidate_id".into(),
+        json!({"type": "string", "pattern": "^C[0-9]{7,}$"}),
+    );
+    props.insert(
+        "proposal".into(),
+        json!({"enum": ["target", "uniform", "backfill"]}),
+    );
     props.insert(
         "age".into(),
         json!({"type": "integer", "minimum": tax.fields.age.min, "maximum": tax.fields.age.max}),
@@ -97,29 +110,48 @@ pub fn profile_schema(inp: &Inputs) -> Value {
 
 fn regex_escape(s: &str) -> String {
     s.chars()
-        .flat_map(|c| if "\\.+*?()|[]{}^$".contains(c) { vec!['\\', c] } else { vec![c] })
+        .flat_map(|c| {
+            if "\\.+*?()|[]{}^$".contains(c) {
+                vec!['\\', c]
+            } else {
+                vec![c]
+            }
+        })
         .collect()
 }
 
 pub fn write(inp: &Inputs, work: &Path) -> Result<()> {
     let cfg = &inp.config;
     let pool: Vec<Person> = read_jsonl(&work.join("pool.jsonl"))?;
-    let cal: CalibrationArtifact = serde_json::from_slice(&std::fs::read(work.join("calibration.json"))?)
-        .context("work/calibration.json")?;
-    let sample: SampleArtifact =
-        serde_json::from_slice(&std::fs::read(work.join("sample.json"))?).context("work/sample.json")?;
-    let by_id: HashMap<&str, usize> = pool.iter().enumerate().map(|(i, p)| (p.candidate_id.as_str(), i)).collect();
+    let cal: CalibrationArtifact =
+        serde_json::from_slice(&std::fs::read(work.join("calibration.json"))?)
+            .context("work/calibration.json")?;
+    let sample: SampleArtifact = serde_json::from_slice(&std::fs::read(work.join("sample.json"))?)
+        .context("work/sample.json")?;
+    let by_id: HashMap<&str, usize> = pool
+        .iter()
+        .enumerate()
+        .map(|(i, p)| (p.candidate_id.as_str(), i))
+        .collect();
     let sel: Vec<usize> = sample
         .selected_candidate_ids
         .iter()
-        .map(|id| by_id.get(id.as_str()).copied().ok_or_else(|| anyhow!("sample names unknown candidate {id}")))
+        .map(|id| {
+            by_id
+                .get(id.as_str())
+                .copied()
+                .ok_or_else(|| anyhow!("sample names unknown candidate {id}"))
+        })
         .collect::<Result<_>>()?;
 
     let width = cfg.population.profiles.to_string().len().max(4);
     let profiles: Vec<Profile> = sel
         .iter()
         .enumerate()
-        .map(|(k, &i)| Profile { profile_id: format!("P{:0width$}", k + 1), person: pool[i].clone() })
+        .map(|(k, &i)| Profile {
+            profile_id: format!("P{:0width$}", k + 1),
+            person: pool[i].clone(),
+        })
         .collect();
 
     // Per-cell target / pool / sample shares for the report.
@@ -134,7 +166,13 @@ pub fn write(inp: &Inputs, work: &Path) -> Result<()> {
                 smass[e.cell[i] as usize] += 1.0;
             }
         }
-        let entry = inp.margins.manifest.margins.iter().find(|x| x.name == m.name).unwrap();
+        let entry = inp
+            .margins
+            .manifest
+            .margins
+            .iter()
+            .find(|x| x.name == m.name)
+            .unwrap();
         margin_results.push(MarginResult {
             name: m.name.clone(),
             file: entry.file.clone(),
@@ -175,7 +213,10 @@ pub fn write(inp: &Inputs, work: &Path) -> Result<()> {
     }
     files.insert("profiles.jsonl".into(), buf);
     files.insert("calibration.json".into(), to_json_pretty(&report)?);
-    files.insert("schemas/profile.schema.json".into(), to_json_pretty(&profile_schema(inp))?);
+    files.insert(
+        "schemas/profile.schema.json".into(),
+        to_json_pretty(&profile_schema(inp))?,
+    );
     for entry in &inp.margins.manifest.margins {
         let bytes = std::fs::read(inp.margins.dir.join(&entry.file))?;
         files.insert(format!("margins/{}", entry.file), bytes);
@@ -184,11 +225,18 @@ pub fn write(inp: &Inputs, work: &Path) -> Result<()> {
     let mut inputs = BTreeMap::new();
     inputs.insert(
         "config".to_string(),
-        BTreeMap::from([(inp.config_path.display().to_string(), crate::fsio::sha256_file(&inp.config_path)?)]),
+        BTreeMap::from([(
+            inp.config_path.display().to_string(),
+            crate::fsio::sha256_file(&inp.config_path)?,
+        )]),
     );
     let mut tax_hashes = BTreeMap::new();
     for p in inp.taxonomy.input_files() {
-        let rel = p.strip_prefix(&inp.taxonomy.dir).unwrap_or(&p).display().to_string();
+        let rel = p
+            .strip_prefix(&inp.taxonomy.dir)
+            .unwrap_or(&p)
+            .display()
+            .to_string();
         tax_hashes.insert(rel, crate::fsio::sha256_file(&p)?);
     }
     inputs.insert("taxonomy".to_string(), tax_hashes);
@@ -225,11 +273,19 @@ pub fn write(inp: &Inputs, work: &Path) -> Result<()> {
             "floor_total_l1": sample.report.floor_total_l1,
         },
     });
-    files.insert("calibration.html".into(), crate::report::render(&manifest_wo_files, &report).into_bytes());
+    files.insert(
+        "calibration.html".into(),
+        crate::report::render(&manifest_wo_files, &report).into_bytes(),
+    );
 
     let listing: BTreeMap<String, Value> = files
         .iter()
-        .map(|(k, v)| (k.clone(), json!({"sha256": sha256_hex(v), "bytes": v.len()})))
+        .map(|(k, v)| {
+            (
+                k.clone(),
+                json!({"sha256": sha256_hex(v), "bytes": v.len()}),
+            )
+        })
         .collect();
     let mut manifest = manifest_wo_files;
     manifest["files"] = serde_json::to_value(listing)?;
@@ -246,6 +302,11 @@ pub fn write(inp: &Inputs, work: &Path) -> Result<()> {
     }
     crate::verify::verify(staging.path()).context("the staged bundle fails verification")?;
     staging.commit(out)?;
-    eprintln!("bundle: {} ({} files, {} profiles)", out.display(), files.len(), profiles.len());
+    eprintln!(
+        "bundle: {} ({} files, {} profiles)",
+        out.display(),
+        files.len(),
+        profiles.len()
+    );
     Ok(())
 }

@@ -25,7 +25,10 @@ pub fn encode(ms: &MarginSet, pool: &[Person]) -> Vec<EncodedMargin> {
         .iter()
         .map(|m| EncodedMargin {
             name: m.name.clone(),
-            cell: pool.iter().map(|p| m.cell_of_person(p).map(|c| c as u32).unwrap_or(UNLISTED)).collect(),
+            cell: pool
+                .iter()
+                .map(|p| m.cell_of_person(p).map(|c| c as u32).unwrap_or(UNLISTED))
+                .collect(),
             target: Array1::from(m.shares.clone()),
         })
         .collect()
@@ -69,7 +72,11 @@ pub struct Deficit {
 }
 
 /// Cells whose candidates cannot carry ceil(N * target) profiles.
-pub fn capacity_deficits(ms: &MarginSet, pool: &[Person], n: usize) -> Vec<(usize, usize, Deficit)> {
+pub fn capacity_deficits(
+    ms: &MarginSet,
+    pool: &[Person],
+    n: usize,
+) -> Vec<(usize, usize, Deficit)> {
     let mut out = Vec::new();
     for (mi, m) in ms.margins.iter().enumerate() {
         let mut count = vec![0usize; m.cells.len()];
@@ -87,7 +94,13 @@ pub fn capacity_deficits(ms: &MarginSet, pool: &[Person], n: usize) -> Vec<(usiz
                 out.push((
                     mi,
                     c,
-                    Deficit { margin: m.name.clone(), cell: m.cells[c].clone(), target: t, required, available: count[c] },
+                    Deficit {
+                        margin: m.name.clone(),
+                        cell: m.cells[c].clone(),
+                        target: t,
+                        required,
+                        available: count[c],
+                    },
                 ));
             }
         }
@@ -119,7 +132,12 @@ pub struct Fit {
 
 /// Raking: each sweep scales the weights of every margin's cells to their targets, keeping
 /// the total weight fixed. Stops at max-L1 <= tolerance; fails if it cannot get there.
-pub fn ipf(margins: &[EncodedMargin], n_sample: usize, tolerance: f64, max_sweeps: usize) -> Result<Fit> {
+pub fn ipf(
+    margins: &[EncodedMargin],
+    n_sample: usize,
+    tolerance: f64,
+    max_sweeps: usize,
+) -> Result<Fit> {
     let n = margins.first().map(|m| m.cell.len()).unwrap_or(0);
     if n == 0 {
         bail!("IPF needs at least one margin and one candidate");
@@ -142,9 +160,19 @@ pub fn ipf(margins: &[EncodedMargin], n_sample: usize, tolerance: f64, max_sweep
         for m in margins {
             let (mass, _) = cell_mass(m, &w);
             factors.clear();
-            factors.extend(mass.iter().zip(m.target.iter()).map(|(&s, &t)| if s > 0.0 { t * total / s } else { 0.0 }));
+            factors.extend(mass.iter().zip(m.target.iter()).map(|(&s, &t)| {
+                if s > 0.0 {
+                    t * total / s
+                } else {
+                    0.0
+                }
+            }));
             for (wi, &c) in w.iter_mut().zip(&m.cell) {
-                *wi *= if c == UNLISTED { 0.0 } else { factors[c as usize] };
+                *wi *= if c == UNLISTED {
+                    0.0
+                } else {
+                    factors[c as usize]
+                };
             }
         }
         let max = l1s(&w).into_iter().fold(0.0, f64::max);
@@ -155,10 +183,18 @@ pub fn ipf(margins: &[EncodedMargin], n_sample: usize, tolerance: f64, max_sweep
         }
     }
     let finals = l1s(&w);
-    let final_l1: BTreeMap<String, f64> = margins.iter().map(|m| m.name.clone()).zip(finals.iter().copied()).collect();
+    let final_l1: BTreeMap<String, f64> = margins
+        .iter()
+        .map(|m| m.name.clone())
+        .zip(finals.iter().copied())
+        .collect();
     let max_l1 = finals.iter().copied().fold(0.0, f64::max);
     if !converged {
-        let (worst, wl1) = final_l1.iter().max_by(|a, b| a.1.total_cmp(b.1)).map(|(k, v)| (k.clone(), *v)).unwrap();
+        let (worst, wl1) = final_l1
+            .iter()
+            .max_by(|a, b| a.1.total_cmp(b.1))
+            .map(|(k, v)| (k.clone(), *v))
+            .unwrap();
         bail!(
             "IPF did not converge within {max_sweeps} sweeps: max L1 {max_l1:.6} > tolerance {tolerance}; worst margin {worst} (L1 {wl1:.6}). The margins may be inconsistent or the candidate pool may not cover them."
         );
@@ -173,7 +209,11 @@ pub fn ipf(margins: &[EncodedMargin], n_sample: usize, tolerance: f64, max_sweep
         per_sweep_max_l1: history,
         final_l1,
         max_l1,
-        weight_min_positive: w.iter().copied().filter(|&x| x > 0.0).fold(f64::INFINITY, f64::min),
+        weight_min_positive: w
+            .iter()
+            .copied()
+            .filter(|&x| x > 0.0)
+            .fold(f64::INFINITY, f64::min),
         weight_max: wmax,
         zero_weight_candidates: w.iter().filter(|&&x| x == 0.0).count(),
         effective_sample_size: sum * sum / sum2,
@@ -187,7 +227,11 @@ mod tests {
     use super::*;
 
     fn margin(name: &str, cell: Vec<u32>, target: Vec<f64>) -> EncodedMargin {
-        EncodedMargin { name: name.into(), cell, target: Array1::from(target) }
+        EncodedMargin {
+            name: name.into(),
+            cell,
+            target: Array1::from(target),
+        }
     }
 
     #[test]

@@ -58,13 +58,18 @@ fn proposal_fields(tax: &Taxonomy) -> Vec<String> {
     v
 }
 
+/// Items with a weighted index over them.
+type Choice<T> = (Vec<T>, WeightedIndex<f64>);
+/// A margin and the values already drawn for its fields.
+type CondKey = (usize, Vec<Option<String>>);
+
 /// Draws candidates; holds the lazily built conditional tables of the target arm.
 pub struct Proposer<'a> {
     tax: &'a Taxonomy,
     ms: &'a MarginSet,
     fields: Vec<String>,
-    cond_cache: HashMap<(usize, Vec<Option<String>>), Option<(Vec<usize>, WeightedIndex<f64>)>>,
-    city_cache: HashMap<(String, Option<String>), Option<(Vec<String>, WeightedIndex<f64>)>>,
+    cond_cache: HashMap<CondKey, Option<Choice<usize>>>,
+    city_cache: HashMap<(String, Option<String>), Option<Choice<String>>>,
     pub report: CandidateReport,
 }
 
@@ -80,7 +85,12 @@ impl<'a> Proposer<'a> {
         }
     }
 
-    fn draw_from_margin(&mut self, mi: usize, assigned: &mut BTreeMap<String, String>, r: &mut StageRng) {
+    fn draw_from_margin(
+        &mut self,
+        mi: usize,
+        assigned: &mut BTreeMap<String, String>,
+        r: &mut StageRng,
+    ) {
         let m: &Margin = &self.ms.margins[mi];
         let key: Vec<Option<String>> = m.fields.iter().map(|f| assigned.get(f).cloned()).collect();
         if key.iter().all(|k| k.is_some()) {
@@ -88,7 +98,11 @@ impl<'a> Proposer<'a> {
         }
         let entry = self.cond_cache.entry((mi, key.clone())).or_insert_with(|| {
             let idx: Vec<usize> = (0..m.cells.len())
-                .filter(|&c| key.iter().zip(&m.cells[c]).all(|(k, v)| k.as_ref().is_none_or(|k| k == v)))
+                .filter(|&c| {
+                    key.iter()
+                        .zip(&m.cells[c])
+                        .all(|(k, v)| k.as_ref().is_none_or(|k| k == v))
+                })
                 .filter(|&c| m.shares[c] > 0.0)
                 .collect();
             if idx.is_empty() {
@@ -107,7 +121,12 @@ impl<'a> Proposer<'a> {
         }
     }
 
-    fn uniform_value(&self, field: &str, assigned: &BTreeMap<String, String>, r: &mut StageRng) -> Option<String> {
+    fn uniform_value(
+        &self,
+        field: &str,
+        assigned: &BTreeMap<String, String>,
+        r: &mut StageRng,
+    ) -> Option<String> {
         if field == "current_city_size" {
             let country = assigned.get("current_country")?;
             let classes: Vec<&String> = self
@@ -125,7 +144,12 @@ impl<'a> Proposer<'a> {
         Some(d[r.random_range(0..d.len())].clone())
     }
 
-    fn pick_city(&mut self, country: &str, class: Option<&str>, r: &mut StageRng) -> Option<String> {
+    fn pick_city(
+        &mut self,
+        country: &str,
+        class: Option<&str>,
+        r: &mut StageRng,
+    ) -> Option<String> {
         let key = (country.to_string(), class.map(|s| s.to_string()));
         let cities = &self.ms.cities;
         let entry = self.city_cache.entry(key).or_insert_with(|| {
@@ -175,11 +199,16 @@ impl<'a> Proposer<'a> {
         let age = ages[wa.sample(r)].0;
         for f in ["education_level", "occupation_group"] {
             if age < self.tax.min_age(f, &a[f]) {
-                *self.report.rule_rejections.entry(f.to_string()).or_default() += 1;
+                *self
+                    .report
+                    .rule_rejections
+                    .entry(f.to_string())
+                    .or_default() += 1;
                 return Ok(None);
             }
         }
-        let Some(current) = self.pick_city(&a["current_country"], Some(&a["current_city_size"]), r) else {
+        let Some(current) = self.pick_city(&a["current_country"], Some(&a["current_city_size"]), r)
+        else {
             return Ok(None);
         };
         let Some(birth) = self.pick_city(&a["birth_country"], None, r) else {
@@ -253,7 +282,11 @@ pub fn generate(
             );
         }
         prop.report.draws += 1;
-        let arm = if r.random::<f64>() < lambda { "target" } else { "uniform" };
+        let arm = if r.random::<f64>() < lambda {
+            "target"
+        } else {
+            "uniform"
+        };
         let Some(p) = prop.draw(candidate_id(out.len() + 1), arm, &empty, &mut r)? else {
             continue;
         };
@@ -289,9 +322,17 @@ pub fn backfill_cell(
     report: &mut CandidateReport,
 ) -> Result<usize> {
     let mut prop = Proposer::new(tax, ms);
-    let forced: BTreeMap<String, String> =
-        margin.fields.iter().cloned().zip(margin.cells[cell].iter().cloned()).collect();
-    let key = format!("backfill/{round}/{}/{}", margin.name, margin.cells[cell].join("|"));
+    let forced: BTreeMap<String, String> = margin
+        .fields
+        .iter()
+        .cloned()
+        .zip(margin.cells[cell].iter().cloned())
+        .collect();
+    let key = format!(
+        "backfill/{round}/{}/{}",
+        margin.name,
+        margin.cells[cell].join("|")
+    );
     let mut r = rng(seed, STAGE, &key);
     let mut added = 0;
     let max_draws = need.saturating_mul(attempts_factor).max(100);

@@ -67,9 +67,14 @@ impl Config {
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("cannot read config {}", path.display()))?;
         let cfg: Config = toml::from_str(&text).map_err(|e| {
-            anyhow::anyhow!("{}: invalid config: {}", path.display(), e.to_string().trim())
+            anyhow::anyhow!(
+                "{}: invalid config: {}",
+                path.display(),
+                e.to_string().trim()
+            )
         })?;
-        cfg.validate().with_context(|| format!("{}: invalid config", path.display()))?;
+        cfg.validate()
+            .with_context(|| format!("{}: invalid config", path.display()))?;
         Ok(cfg)
     }
 
@@ -79,7 +84,11 @@ impl Config {
             bail!("population.profiles must be positive");
         }
         if p.candidates < p.profiles {
-            bail!("population.candidates ({}) must be at least population.profiles ({})", p.candidates, p.profiles);
+            bail!(
+                "population.candidates ({}) must be at least population.profiles ({})",
+                p.candidates,
+                p.profiles
+            );
         }
         if !(0.0..=1.0).contains(&p.lambda) {
             bail!("population.lambda must be within [0, 1], got {}", p.lambda);
@@ -87,7 +96,7 @@ impl Config {
         if p.attempts_factor == 0 {
             bail!("population.attempts_factor must be positive");
         }
-        if !(self.ipf.tolerance > 0.0) {
+        if self.ipf.tolerance.is_nan() || self.ipf.tolerance <= 0.0 {
             bail!("ipf.tolerance must be positive");
         }
         if self.ipf.max_sweeps == 0 {
@@ -98,13 +107,22 @@ impl Config {
         }
         let d = &self.date;
         let ok = d.len() == 10
-            && d.bytes().enumerate().all(|(i, b)| if i == 4 || i == 7 { b == b'-' } else { b.is_ascii_digit() });
+            && d.bytes().enumerate().all(|(i, b)| {
+                if i == 4 || i == 7 {
+                    b == b'-'
+                } else {
+                    b.is_ascii_digit()
+                }
+            });
         if !ok {
             bail!("date must be YYYY-MM-DD, got {d:?}");
         }
         let v: Vec<&str> = self.bundle_version.split('.').collect();
         if v.len() != 3 || v.iter().any(|x| x.parse::<u64>().is_err()) {
-            bail!("bundle_version must be semver MAJOR.MINOR.PATCH, got {:?}", self.bundle_version);
+            bail!(
+                "bundle_version must be semver MAJOR.MINOR.PATCH, got {:?}",
+                self.bundle_version
+            );
         }
         Ok(())
     }

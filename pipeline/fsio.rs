@@ -31,7 +31,8 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
         .unwrap_or_default();
     let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
     {
-        let mut f = fs::File::create(&tmp).with_context(|| format!("cannot create {}", tmp.display()))?;
+        let mut f =
+            fs::File::create(&tmp).with_context(|| format!("cannot create {}", tmp.display()))?;
         f.write_all(bytes)
             .and_then(|_| f.sync_all())
             .with_context(|| format!("cannot write {}", tmp.display()))?;
@@ -58,7 +59,8 @@ impl StagingDir {
     /// rename stays on one filesystem.
     pub fn new(final_dir: &Path) -> Result<Self> {
         let parent = final_dir.parent().unwrap_or_else(|| Path::new("."));
-        fs::create_dir_all(parent).with_context(|| format!("cannot create {}", parent.display()))?;
+        fs::create_dir_all(parent)
+            .with_context(|| format!("cannot create {}", parent.display()))?;
         let name = final_dir
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
@@ -68,7 +70,10 @@ impl StagingDir {
             fs::remove_dir_all(&path)?;
         }
         fs::create_dir_all(&path).with_context(|| format!("cannot create {}", path.display()))?;
-        Ok(Self { path, committed: false })
+        Ok(Self {
+            path,
+            committed: false,
+        })
     }
 
     pub fn path(&self) -> &Path {
@@ -80,7 +85,10 @@ impl StagingDir {
     pub fn commit(mut self, final_dir: &Path) -> Result<()> {
         let old = final_dir.with_file_name(format!(
             ".{}.old-{}",
-            final_dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
+            final_dir
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default(),
             std::process::id()
         ));
         let had_old = final_dir.exists();
@@ -92,7 +100,8 @@ impl StagingDir {
             if had_old {
                 let _ = fs::rename(&old, final_dir);
             }
-            return Err(e).with_context(|| format!("cannot move bundle into {}", final_dir.display()));
+            return Err(e)
+                .with_context(|| format!("cannot move bundle into {}", final_dir.display()));
         }
         self.committed = true;
         if had_old {
@@ -120,7 +129,12 @@ pub fn list_files(dir: &Path) -> Result<Vec<String>> {
                 walk(root, &p, out)?;
             } else {
                 let rel = p.strip_prefix(root).unwrap_or(&p);
-                out.push(rel.components().map(|c| c.as_os_str().to_string_lossy()).collect::<Vec<_>>().join("/"));
+                out.push(
+                    rel.components()
+                        .map(|c| c.as_os_str().to_string_lossy())
+                        .collect::<Vec<_>>()
+                        .join("/"),
+                );
             }
         }
         Ok(())

@@ -20,10 +20,10 @@ pub mod taxonomy;
 pub mod margins;
 pub mod margins_build;
 
-pub mod candidates;
-pub mod calibration;
-pub mod sampling;
 pub mod bundle;
+pub mod calibration;
+pub mod candidates;
+pub mod sampling;
 
 pub mod report;
 pub mod stages;

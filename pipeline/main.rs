@@ -6,7 +6,11 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(Parser)]
-#[command(name = "privforge", version, about = "Builds reproducible, population-calibrated privacy benchmark bundles")]
+#[command(
+    name = "privforge",
+    version,
+    about = "Builds reproducible, population-calibrated privacy benchmark bundles"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -81,19 +85,39 @@ fn run(cli: Cli) -> Result<()> {
             let out = privforge::stages::build(&config)?;
             println!("built {}", out.display());
         }
-        Command::Verify { bundle, expected, print_sums } => {
+        Command::Verify {
+            bundle,
+            expected,
+            print_sums,
+        } => {
             let s = privforge::verify::verify(&bundle)?;
             if print_sums {
                 print!("{}", privforge::verify::sha256sums(&bundle)?);
                 return Ok(());
             }
-            println!("{}: OK ({} files, {} profiles)", bundle.display(), s.files, s.profiles);
+            println!(
+                "{}: OK ({} files, {} profiles)",
+                bundle.display(),
+                s.files,
+                s.profiles
+            );
             if let Some(exp) = expected {
                 let n = privforge::verify::check_expected(&bundle, &exp)?;
-                println!("{}: identical to {} ({n} files)", bundle.display(), exp.display());
+                println!(
+                    "{}: identical to {} ({n} files)",
+                    bundle.display(),
+                    exp.display()
+                );
             }
         }
-        Command::Margins { command: MarginsCommand::Build { sources, out, taxonomy } } => {
+        Command::Margins {
+            command:
+                MarginsCommand::Build {
+                    sources,
+                    out,
+                    taxonomy,
+                },
+        } => {
             let s = privforge::margins_build::build(&sources, &out, &taxonomy)?;
             for (name, cells, status) in &s.margins {
                 println!("{name:<24} {cells:>5} cells  {status:?}");
@@ -103,7 +127,17 @@ fn run(cli: Cli) -> Result<()> {
                 s.cities, s.dropped_duplicate_cities, s.wpp_vs_table5_max_abs_diff
             );
         }
-        Command::Bench { command: BenchCommand::Ipf { config, candidates, repeat, export, python, peer_script } } => {
+        Command::Bench {
+            command:
+                BenchCommand::Ipf {
+                    config,
+                    candidates,
+                    repeat,
+                    export,
+                    python,
+                    peer_script,
+                },
+        } => {
             let opts = privforge::bench::IpfBenchOptions {
                 config: &config,
                 candidates,

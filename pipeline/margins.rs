@@ -101,7 +101,11 @@ impl Margin {
         if total <= 0.0 {
             return self.shares.iter().sum();
         }
-        self.shares.iter().zip(mass).map(|(t, m)| (m / total - t).abs()).sum()
+        self.shares
+            .iter()
+            .zip(mass)
+            .map(|(t, m)| (m / total - t).abs())
+            .sum()
     }
 }
 
@@ -129,7 +133,10 @@ impl CityCatalog {
         self.by_location.get(location).map(|&i| &self.cities[i])
     }
     pub fn in_country(&self, country: &str) -> Vec<&City> {
-        self.by_country.get(country).map(|v| v.iter().map(|&i| &self.cities[i]).collect()).unwrap_or_default()
+        self.by_country
+            .get(country)
+            .map(|v| v.iter().map(|&i| &self.cities[i]).collect())
+            .unwrap_or_default()
     }
     pub fn in_class(&self, country: &str, class: &str) -> Vec<&City> {
         self.by_class
@@ -201,18 +208,25 @@ fn check_sum(total: f64, file: &Path) -> Result<()> {
 impl MarginSet {
     pub fn load(dir: &Path, tax: &Taxonomy) -> Result<Self> {
         let mpath = dir.join(MANIFEST);
-        let text = std::fs::read_to_string(&mpath).with_context(|| format!("cannot read {}", mpath.display()))?;
-        let raw: toml::Value =
-            toml::from_str(&text).map_err(|e| anyhow!("{}: invalid TOML: {}", mpath.display(), e.to_string().trim()))?;
+        let text = std::fs::read_to_string(&mpath)
+            .with_context(|| format!("cannot read {}", mpath.display()))?;
+        let raw: toml::Value = toml::from_str(&text).map_err(|e| {
+            anyhow!(
+                "{}: invalid TOML: {}",
+                mpath.display(),
+                e.to_string().trim()
+            )
+        })?;
         let json = serde_json::to_value(&raw)?;
         let schema_path = dir.join(MANIFEST_SCHEMA);
         let schema: serde_json::Value = serde_json::from_str(
-            &std::fs::read_to_string(&schema_path).with_context(|| format!("cannot read {}", schema_path.display()))?,
+            &std::fs::read_to_string(&schema_path)
+                .with_context(|| format!("cannot read {}", schema_path.display()))?,
         )
         .with_context(|| format!("{}: invalid JSON", schema_path.display()))?;
         check_schema(&json, &schema, &mpath.display().to_string())?;
-        let manifest: MarginsManifest =
-            serde_json::from_value(json).with_context(|| format!("{}: unexpected structure", mpath.display()))?;
+        let manifest: MarginsManifest = serde_json::from_value(json)
+            .with_context(|| format!("{}: unexpected structure", mpath.display()))?;
 
         let cities = load_cities(&dir.join(&manifest.catalog.file), tax)?;
         let age_in_group = load_age_in_group(&dir.join(&manifest.age_in_group.file), tax)?;
@@ -220,11 +234,21 @@ impl MarginSet {
         let mut names = std::collections::BTreeSet::new();
         for entry in &manifest.margins {
             if !names.insert(entry.name.clone()) {
-                bail!("{}: margin {:?} is defined twice", mpath.display(), entry.name);
+                bail!(
+                    "{}: margin {:?} is defined twice",
+                    mpath.display(),
+                    entry.name
+                );
             }
             margins.push(load_margin(dir, entry, tax, &cities, &mpath)?);
         }
-        let set = MarginSet { dir: dir.to_path_buf(), manifest, margins, cities, age_in_group };
+        let set = MarginSet {
+            dir: dir.to_path_buf(),
+            manifest,
+            margins,
+            cities,
+            age_in_group,
+        };
         set.check_consistency()?;
         Ok(set)
     }
@@ -234,7 +258,12 @@ impl MarginSet {
     pub fn check_consistency(&self) -> Result<()> {
         for (i, a) in self.margins.iter().enumerate() {
             for b in &self.margins[i + 1..] {
-                let shared: Vec<String> = a.fields.iter().filter(|f| b.fields.contains(f)).cloned().collect();
+                let shared: Vec<String> = a
+                    .fields
+                    .iter()
+                    .filter(|f| b.fields.contains(f))
+                    .cloned()
+                    .collect();
                 if shared.is_empty() {
                     continue;
                 }
@@ -282,7 +311,10 @@ impl MarginSet {
 }
 
 fn sub_margin(m: &Margin, fields: &[String]) -> BTreeMap<Vec<String>, f64> {
-    let idx: Vec<usize> = fields.iter().map(|f| m.fields.iter().position(|g| g == f).unwrap()).collect();
+    let idx: Vec<usize> = fields
+        .iter()
+        .map(|f| m.fields.iter().position(|g| g == f).unwrap())
+        .collect();
     let mut out = BTreeMap::new();
     for (cell, s) in m.cells.iter().zip(&m.shares) {
         let key: Vec<String> = idx.iter().map(|&i| cell[i].clone()).collect();
@@ -299,7 +331,13 @@ pub fn field_domain(field: &str, tax: &Taxonomy, cities: &CityCatalog) -> Option
     }
 }
 
-fn load_margin(dir: &Path, entry: &MarginEntry, tax: &Taxonomy, cities: &CityCatalog, mpath: &Path) -> Result<Margin> {
+fn load_margin(
+    dir: &Path,
+    entry: &MarginEntry,
+    tax: &Taxonomy,
+    cities: &CityCatalog,
+    mpath: &Path,
+) -> Result<Margin> {
     let path = dir.join(&entry.file);
     let mut domains = Vec::new();
     for f in &entry.fields {
@@ -317,7 +355,11 @@ fn load_margin(dir: &Path, entry: &MarginEntry, tax: &Taxonomy, cities: &CityCat
     expected.push("share".into());
     for col in &expected {
         if !headers.contains(col) {
-            bail!("{}:1: missing column {col:?} (expected columns: {})", path.display(), expected.join(","));
+            bail!(
+                "{}:1: missing column {col:?} (expected columns: {})",
+                path.display(),
+                expected.join(",")
+            );
         }
     }
     if headers != expected {
@@ -335,19 +377,31 @@ fn load_margin(dir: &Path, entry: &MarginEntry, tax: &Taxonomy, cities: &CityCat
         let line = i as u64 + 2;
         let rec = rec.map_err(|e| anyhow!("{}:{line}: {e}", path.display()))?;
         if rec.len() != expected.len() {
-            bail!("{}:{line}: {} columns, expected {}", path.display(), rec.len(), expected.len());
+            bail!(
+                "{}:{line}: {} columns, expected {}",
+                path.display(),
+                rec.len(),
+                expected.len()
+            );
         }
         let mut cell = Vec::new();
         for (j, f) in entry.fields.iter().enumerate() {
             let v = rec[j].trim();
             if !domains[j].contains(v) {
-                bail!("{}:{line}: unknown value {v:?} for field {f:?}", path.display());
+                bail!(
+                    "{}:{line}: unknown value {v:?} for field {f:?}",
+                    path.display()
+                );
             }
             cell.push(v.to_string());
         }
         let share = parse_share(&rec[entry.fields.len()], &path, line)?;
         if index.insert(cell.clone(), cells.len()).is_some() {
-            bail!("{}:{line}: cell {} is listed twice", path.display(), cell.join(" | "));
+            bail!(
+                "{}:{line}: cell {} is listed twice",
+                path.display(),
+                cell.join(" | ")
+            );
         }
         cells.push(cell);
         shares.push(share);
@@ -360,44 +414,89 @@ fn load_margin(dir: &Path, entry: &MarginEntry, tax: &Taxonomy, cities: &CityCat
     for s in shares.iter_mut() {
         *s /= total;
     }
-    Ok(Margin { name: entry.name.clone(), file: path, fields: entry.fields.clone(), cells, shares, index })
+    Ok(Margin {
+        name: entry.name.clone(),
+        file: path,
+        fields: entry.fields.clone(),
+        cells,
+        shares,
+        index,
+    })
 }
 
 fn load_cities(path: &Path, tax: &Taxonomy) -> Result<CityCatalog> {
     let (mut rdr, headers) = open_csv(path)?;
-    let expected = ["geonameid", "city", "iso3", "country", "admin1", "population", "size_class"];
+    let expected = [
+        "geonameid",
+        "city",
+        "iso3",
+        "country",
+        "admin1",
+        "population",
+        "size_class",
+    ];
     if headers != expected {
-        bail!("{}:1: columns are {}, expected {}", path.display(), headers.join(","), expected.join(","));
+        bail!(
+            "{}:1: columns are {}, expected {}",
+            path.display(),
+            headers.join(","),
+            expected.join(",")
+        );
     }
     let mut cat = CityCatalog::default();
     for (i, rec) in rdr.records().enumerate() {
         let line = i as u64 + 2;
         let rec = rec.map_err(|e| anyhow!("{}:{line}: {e}", path.display()))?;
         let num = |k: usize, what: &str| -> Result<u64> {
-            rec[k].trim().parse().map_err(|_| anyhow!("{}:{line}: {what} {:?} is not a whole number", path.display(), &rec[k]))
+            rec[k].trim().parse().map_err(|_| {
+                anyhow!(
+                    "{}:{line}: {what} {:?} is not a whole number",
+                    path.display(),
+                    &rec[k]
+                )
+            })
         };
         let geonameid = num(0, "geonameid")?;
         let population = num(5, "population")?;
         let name = rec[1].trim().to_string();
         let country = rec[3].trim().to_string();
         if name.is_empty() || name.contains(',') {
-            bail!("{}:{line}: city name {name:?} is empty or contains a comma", path.display());
+            bail!(
+                "{}:{line}: city name {name:?} is empty or contains a comma",
+                path.display()
+            );
         }
         if tax.country_by_name(&country).is_none() {
             bail!("{}:{line}: unknown country {country:?}", path.display());
         }
         let class = rec[6].trim().to_string();
         if tax.band_of("current_city_size", population) != Some(class.as_str()) {
-            bail!("{}:{line}: size_class {class:?} does not match population {population}", path.display());
+            bail!(
+                "{}:{line}: size_class {class:?} does not match population {population}",
+                path.display()
+            );
         }
         let location = format!("{name}, {country}");
         let idx = cat.cities.len();
         if cat.by_location.insert(location.clone(), idx).is_some() {
-            bail!("{}:{line}: location {location:?} is listed twice", path.display());
+            bail!(
+                "{}:{line}: location {location:?} is listed twice",
+                path.display()
+            );
         }
         cat.by_country.entry(country.clone()).or_default().push(idx);
-        cat.by_class.entry((country.clone(), class.clone())).or_default().push(idx);
-        cat.cities.push(City { geonameid, name, country, population, size_class: class, location });
+        cat.by_class
+            .entry((country.clone(), class.clone()))
+            .or_default()
+            .push(idx);
+        cat.cities.push(City {
+            geonameid,
+            name,
+            country,
+            population,
+            size_class: class,
+            location,
+        });
     }
     for c in &tax.countries {
         if !cat.by_country.contains_key(&c.name) {
@@ -410,24 +509,47 @@ fn load_cities(path: &Path, tax: &Taxonomy) -> Result<CityCatalog> {
 fn load_age_in_group(path: &Path, tax: &Taxonomy) -> Result<AgeInGroup> {
     let (mut rdr, headers) = open_csv(path)?;
     if headers != ["age_group", "age", "share"] {
-        bail!("{}:1: columns are {}, expected age_group,age,share", path.display(), headers.join(","));
+        bail!(
+            "{}:1: columns are {}, expected age_group,age,share",
+            path.display(),
+            headers.join(",")
+        );
     }
     let mut out = AgeInGroup::default();
     for (i, rec) in rdr.records().enumerate() {
         let line = i as u64 + 2;
         let rec = rec.map_err(|e| anyhow!("{}:{line}: {e}", path.display()))?;
         let group = rec[0].trim().to_string();
-        let age: u8 = rec[1].trim().parse().map_err(|_| anyhow!("{}:{line}: age {:?} is not a whole number", path.display(), &rec[1]))?;
+        let age: u8 = rec[1].trim().parse().map_err(|_| {
+            anyhow!(
+                "{}:{line}: age {:?} is not a whole number",
+                path.display(),
+                &rec[1]
+            )
+        })?;
         if tax.band_of("age_group", age as u64) != Some(group.as_str()) {
-            bail!("{}:{line}: age {age} is not in age group {group:?}", path.display());
+            bail!(
+                "{}:{line}: age {age} is not in age group {group:?}",
+                path.display()
+            );
         }
         let share = parse_share(&rec[2], path, line)?;
         out.by_group.entry(group).or_default().push((age, share));
     }
     for band in tax.bands("age_group") {
-        let rows = out.by_group.get(&band.label).ok_or_else(|| anyhow!("{}: no rows for age group {:?}", path.display(), band.label))?;
+        let rows = out
+            .by_group
+            .get(&band.label)
+            .ok_or_else(|| anyhow!("{}: no rows for age group {:?}", path.display(), band.label))?;
         let total: f64 = rows.iter().map(|r| r.1).sum();
-        check_sum(total, &path.with_file_name(format!("{} (age group {})", path.file_name().unwrap().to_string_lossy(), band.label)))?;
+        check_sum(
+            total,
+            &path.with_file_name(format!(
+                "{} (age group {})",
+                path.file_name().unwrap().to_string_lossy(),
+                band.label
+            )),
+        )?;
     }
     Ok(out)
 }

@@ -37,7 +37,11 @@ struct SourcesFile {
 const ROUNDED_ZERO: f64 = 0.0025;
 
 /// Assumed split of the population with at least a bachelor's degree (no source available).
-const BACHELOR_SPLIT: [(&str, f64); 3] = [("bachelor", 0.67), ("master", 0.30), ("doctorate", 0.03)];
+const BACHELOR_SPLIT: [(&str, f64); 3] =
+    [("bachelor", 0.67), ("master", 0.30), ("doctorate", 0.03)];
+
+/// Five-year WPP group: first age, last age, population (thousands).
+type AgeSpan = (u32, u32, f64);
 
 struct Sources {
     specs: BTreeMap<String, SourceSpec>,
@@ -47,16 +51,21 @@ struct Sources {
 impl Sources {
     fn load(margins_dir: &Path, sources_dir: &Path) -> Result<Self> {
         let spath = margins_dir.join("sources/sources.toml");
-        let text = std::fs::read_to_string(&spath).with_context(|| format!("cannot read {}", spath.display()))?;
-        let file: SourcesFile =
-            toml::from_str(&text).map_err(|e| anyhow!("{}: {}", spath.display(), e.to_string().trim()))?;
+        let text = std::fs::read_to_string(&spath)
+            .with_context(|| format!("cannot read {}", spath.display()))?;
+        let file: SourcesFile = toml::from_str(&text)
+            .map_err(|e| anyhow!("{}: {}", spath.display(), e.to_string().trim()))?;
         let mut specs = BTreeMap::new();
         let mut paths = BTreeMap::new();
         for s in file.source {
             let path = match s.location.as_str() {
                 "committed" => margins_dir.join("sources").join(&s.extract),
                 "sources-dir" => sources_dir.join(&s.extract),
-                other => bail!("{}: source {}: unknown location {other:?}", spath.display(), s.id),
+                other => bail!(
+                    "{}: source {}: unknown location {other:?}",
+                    spath.display(),
+                    s.id
+                ),
             };
             let got = sha256_file(&path)?;
             if got != s.sha256 {
@@ -75,7 +84,10 @@ impl Sources {
     }
 
     fn path(&self, id: &str) -> Result<&Path> {
-        self.paths.get(id).map(|p| p.as_path()).ok_or_else(|| anyhow!("sources.toml has no source {id:?}"))
+        self.paths
+            .get(id)
+            .map(|p| p.as_path())
+            .ok_or_else(|| anyhow!("sources.toml has no source {id:?}"))
     }
 
     fn refs(&self, ids: &[&str]) -> Vec<SourceRef> {
@@ -97,25 +109,42 @@ impl Sources {
 
 /// Rows of a CSV as header-keyed maps, with the line number of each row.
 fn read_rows(path: &Path) -> Result<Vec<(u64, BTreeMap<String, String>)>> {
-    let mut rdr = csv::Reader::from_path(path).with_context(|| format!("cannot read {}", path.display()))?;
-    let headers: Vec<String> = rdr.headers()?.iter().map(|h| h.trim().to_string()).collect();
+    let mut rdr =
+        csv::Reader::from_path(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let headers: Vec<String> = rdr
+        .headers()?
+        .iter()
+        .map(|h| h.trim().to_string())
+        .collect();
     let mut out = Vec::new();
     for (i, rec) in rdr.records().enumerate() {
         let line = i as u64 + 2;
         let rec = rec.map_err(|e| anyhow!("{}:{line}: {e}", path.display()))?;
-        let map = headers.iter().cloned().zip(rec.iter().map(|s| s.trim().to_string())).collect();
+        let map = headers
+            .iter()
+            .cloned()
+            .zip(rec.iter().map(|s| s.trim().to_string()))
+            .collect();
         out.push((line, map));
     }
     Ok(out)
 }
 
-fn col<'a>(row: &'a BTreeMap<String, String>, name: &str, path: &Path, line: u64) -> Result<&'a str> {
-    row.get(name).map(|s| s.as_str()).ok_or_else(|| anyhow!("{}:{line}: missing column {name:?}", path.display()))
+fn col<'a>(
+    row: &'a BTreeMap<String, String>,
+    name: &str,
+    path: &Path,
+    line: u64,
+) -> Result<&'a str> {
+    row.get(name)
+        .map(|s| s.as_str())
+        .ok_or_else(|| anyhow!("{}:{line}: missing column {name:?}", path.display()))
 }
 
 fn num(row: &BTreeMap<String, String>, name: &str, path: &Path, line: u64) -> Result<f64> {
     let raw = col(row, name, path, line)?;
-    raw.parse::<f64>().map_err(|_| anyhow!("{}:{line}: {name} {raw:?} is not a number", path.display()))
+    raw.parse::<f64>()
+        .map_err(|_| anyhow!("{}:{line}: {name} {raw:?} is not a number", path.display()))
 }
 
 /// Like [`num`] but an empty cell or NaN reads as zero (used where the source marks
@@ -125,12 +154,13 @@ fn num_or_zero(row: &BTreeMap<String, String>, name: &str, path: &Path, line: u6
     if raw.is_empty() || raw.eq_ignore_ascii_case("nan") {
         return Ok(0.0);
     }
-    raw.parse::<f64>().map_err(|_| anyhow!("{}:{line}: {name} {raw:?} is not a number", path.display()))
+    raw.parse::<f64>()
+        .map_err(|_| anyhow!("{}:{line}: {name} {raw:?} is not a number", path.display()))
 }
 
 fn normalise(v: &mut [f64]) -> Result<()> {
     let t: f64 = v.iter().sum();
-    if !(t > 0.0) {
+    if t.is_nan() || t <= 0.0 {
         bail!("cannot normalise a distribution with total {t}");
     }
     v.iter_mut().for_each(|x| *x /= t);
@@ -168,8 +198,11 @@ pub struct BuildSummary {
 pub fn build(sources_dir: &Path, margins_dir: &Path, taxonomy_dir: &Path) -> Result<BuildSummary> {
     let tax = Taxonomy::load(taxonomy_dir)?;
     let src = Sources::load(margins_dir, sources_dir)?;
-    let countries: Vec<(String, String, String)> =
-        tax.countries.iter().map(|c| (c.iso3.clone(), c.iso2.clone(), c.name.clone())).collect();
+    let countries: Vec<(String, String, String)> = tax
+        .countries
+        .iter()
+        .map(|c| (c.iso3.clone(), c.iso2.clone(), c.name.clone()))
+        .collect();
     let sexes = tax.domain("sex").unwrap().to_vec();
     let age_bands = tax.bands("age_group").to_vec();
 
@@ -195,23 +228,36 @@ pub fn build(sources_dir: &Path, margins_dir: &Path, taxonomy_dir: &Path) -> Res
     // WPP: population by single-year band overlap, per country, sex.
     let wpp_path = src.path("wpp2024")?;
     // iso -> sex -> Vec<(lo, hi, pop)>
-    let mut wpp: BTreeMap<String, BTreeMap<String, Vec<(u32, u32, f64)>>> = BTreeMap::new();
+    let mut wpp: BTreeMap<String, BTreeMap<String, Vec<AgeSpan>>> = BTreeMap::new();
     for (line, row) in read_rows(wpp_path)? {
         let iso = col(&row, "iso3", wpp_path, line)?.to_string();
         let g = col(&row, "age_group", wpp_path, line)?;
         let (lo, hi) = if let Some(x) = g.strip_suffix('+') {
-            let lo: u32 = x.parse().map_err(|_| anyhow!("{}:{line}: bad age group {g:?}", wpp_path.display()))?;
+            let lo: u32 = x
+                .parse()
+                .map_err(|_| anyhow!("{}:{line}: bad age group {g:?}", wpp_path.display()))?;
             (lo, lo + 4)
         } else {
-            let (a, b) = g.split_once('-').ok_or_else(|| anyhow!("{}:{line}: bad age group {g:?}", wpp_path.display()))?;
+            let (a, b) = g
+                .split_once('-')
+                .ok_or_else(|| anyhow!("{}:{line}: bad age group {g:?}", wpp_path.display()))?;
             (
-                a.parse().map_err(|_| anyhow!("{}:{line}: bad age group {g:?}", wpp_path.display()))?,
-                b.parse().map_err(|_| anyhow!("{}:{line}: bad age group {g:?}", wpp_path.display()))?,
+                a.parse()
+                    .map_err(|_| anyhow!("{}:{line}: bad age group {g:?}", wpp_path.display()))?,
+                b.parse()
+                    .map_err(|_| anyhow!("{}:{line}: bad age group {g:?}", wpp_path.display()))?,
             )
         };
-        for (sex, colname) in [("male", "pop_male_thousands"), ("female", "pop_female_thousands")] {
+        for (sex, colname) in [
+            ("male", "pop_male_thousands"),
+            ("female", "pop_female_thousands"),
+        ] {
             let p = num(&row, colname, wpp_path, line)?;
-            wpp.entry(iso.clone()).or_default().entry(sex.into()).or_default().push((lo, hi, p));
+            wpp.entry(iso.clone())
+                .or_default()
+                .entry(sex.into())
+                .or_default()
+                .push((lo, hi, p));
         }
     }
     // Population of a country and sex at single year `age`, assuming uniform ages in a 5-year group.
@@ -251,10 +297,22 @@ pub fn build(sources_dir: &Path, margins_dir: &Path, taxonomy_dir: &Path) -> Res
         .iter()
         .map(|(iso, _, _)| (wpp_total[iso] / wpp_sum - w(iso)).abs())
         .fold(0.0, f64::max);
-    let p_sex = |iso: &str, sex: &str| -> f64 { age_sex[iso].iter().filter(|c| c.1 == sex).map(|c| c.2).sum() };
+    let p_sex = |iso: &str, sex: &str| -> f64 {
+        age_sex[iso]
+            .iter()
+            .filter(|c| c.1 == sex)
+            .map(|c| c.2)
+            .sum()
+    };
 
     let mut tables: Vec<Table> = Vec::new();
-    let entry = |name: &str, fields: &[&str], status: Status, ids: &[&str], licence: &str, derivation: String, assumptions: Vec<String>| MarginEntry {
+    let entry = |name: &str,
+                 fields: &[&str],
+                 status: Status,
+                 ids: &[&str],
+                 licence: &str,
+                 derivation: String,
+                 assumptions: Vec<String>| MarginEntry {
         name: name.into(),
         file: format!("{name}.csv"),
         fields: fields.iter().map(|s| s.to_string()).collect(),
@@ -309,7 +367,10 @@ pub fn build(sources_dir: &Path, margins_dir: &Path, taxonomy_dir: &Path) -> Res
             .map(|a| {
                 let p: f64 = countries
                     .iter()
-                    .map(|(iso, _, _)| w(iso) * sexes.iter().map(|s| pop_at(iso, s, a)).sum::<f64>() / wpp_total[iso])
+                    .map(|(iso, _, _)| {
+                        w(iso) * sexes.iter().map(|s| pop_at(iso, s, a)).sum::<f64>()
+                            / wpp_total[iso]
+                    })
                     .sum();
                 (a as u8, p)
             })
@@ -324,9 +385,19 @@ pub fn build(sources_dir: &Path, margins_dir: &Path, taxonomy_dir: &Path) -> Res
     let ba_path = src.path("wdi_bachelor")?;
     let mut ba: BTreeMap<String, f64> = BTreeMap::new();
     for (line, row) in read_rows(ba_path)? {
-        ba.insert(col(&row, "iso3", ba_path, line)?.to_uppercase(), num(&row, "se_ter_cuat_ba_zs_pct", ba_path, line)? / 100.0);
+        ba.insert(
+            col(&row, "iso3", ba_path, line)?.to_uppercase(),
+            num(&row, "se_ter_cuat_ba_zs_pct", ba_path, line)? / 100.0,
+        );
     }
-    let wic_levels = ["no_education", "incomplete_primary", "primary", "lower_secondary", "upper_secondary", "post_secondary"];
+    let wic_levels = [
+        "no_education",
+        "incomplete_primary",
+        "primary",
+        "lower_secondary",
+        "upper_secondary",
+        "post_secondary",
+    ];
     let mut wic: BTreeMap<String, BTreeMap<String, f64>> = BTreeMap::new();
     for (line, row) in read_rows(wic_path)? {
         if col(&row, "year", wic_path, line)? == "2025"
@@ -335,22 +406,34 @@ pub fn build(sources_dir: &Path, margins_dir: &Path, taxonomy_dir: &Path) -> Res
         {
             let iso = col(&row, "iso3", wic_path, line)?.to_uppercase();
             let lvl = col(&row, "level_label", wic_path, line)?.to_string();
-            wic.entry(iso).or_default().insert(lvl, num(&row, "share", wic_path, line)?);
+            wic.entry(iso)
+                .or_default()
+                .insert(lvl, num(&row, "share", wic_path, line)?);
         }
     }
     let edu_values = tax.domain("education_level").unwrap().to_vec();
     let mut rows = Vec::new();
     let mut capped = Vec::new();
     for (iso, _, name) in &countries {
-        let m = wic.get(iso).ok_or_else(|| anyhow!("{}: no 2025 25up total rows for {iso}", wic_path.display()))?;
+        let m = wic
+            .get(iso)
+            .ok_or_else(|| anyhow!("{}: no 2025 25up total rows for {iso}", wic_path.display()))?;
         let mut v: Vec<f64> = wic_levels
             .iter()
-            .map(|l| m.get(*l).copied().ok_or_else(|| anyhow!("{}: {iso} has no level {l}", wic_path.display())))
+            .map(|l| {
+                m.get(*l)
+                    .copied()
+                    .ok_or_else(|| anyhow!("{}: {iso} has no level {l}", wic_path.display()))
+            })
             .collect::<Result<_>>()?;
-        v.iter_mut().filter(|x| **x == 0.0).for_each(|x| *x = ROUNDED_ZERO);
+        v.iter_mut()
+            .filter(|x| **x == 0.0)
+            .for_each(|x| *x = ROUNDED_ZERO);
         normalise(&mut v)?;
         let post = v[5];
-        let b = *ba.get(iso).ok_or_else(|| anyhow!("{}: no value for {iso}", ba_path.display()))?;
+        let b = *ba
+            .get(iso)
+            .ok_or_else(|| anyhow!("{}: no value for {iso}", ba_path.display()))?;
         let bplus = if b > post {
             capped.push(format!("{iso} ({:.3} > {:.3})", b, post));
             post
@@ -367,7 +450,9 @@ pub fn build(sources_dir: &Path, margins_dir: &Path, taxonomy_dir: &Path) -> Res
             shares.insert(lvl, bplus * f);
         }
         for lvl in &edu_values {
-            let s = *shares.get(lvl.as_str()).ok_or_else(|| anyhow!("education level {lvl:?} has no mapping"))?;
+            let s = *shares
+                .get(lvl.as_str())
+                .ok_or_else(|| anyhow!("education level {lvl:?} has no mapping"))?;
             rows.push((vec![name.clone(), lvl.clone()], w(iso) * s));
         }
     }
@@ -420,10 +505,16 @@ pub fn build(sources_dir: &Path, margins_dir: &Path, taxonomy_dir: &Path) -> Res
     }
     let mut rows = Vec::new();
     for (iso, _, name) in &countries {
-        let m = pew.get(iso).ok_or_else(|| anyhow!("{}: no 2020 row for {iso}", pew_path.display()))?;
+        let m = pew
+            .get(iso)
+            .ok_or_else(|| anyhow!("{}: no 2020 row for {iso}", pew_path.display()))?;
         let mut v: Vec<f64> = rel_values
             .iter()
-            .map(|r| m.get(r).copied().ok_or_else(|| anyhow!("religion {r:?} has no Pew mapping")))
+            .map(|r| {
+                m.get(r)
+                    .copied()
+                    .ok_or_else(|| anyhow!("religion {r:?} has no Pew mapping"))
+            })
             .collect::<Result<_>>()?;
         normalise(&mut v)?;
         for (r, s) in rel_values.iter().zip(v) {
@@ -451,7 +542,10 @@ pub fn build(sources_dir: &Path, margins_dir: &Path, taxonomy_dir: &Path) -> Res
     for (line, row) in read_rows(geo_path)? {
         let iso2 = col(&row, "country_iso2", geo_path, line)?;
         let Some(country) = tax.countries.iter().find(|c| c.iso2 == iso2) else {
-            bail!("{}:{line}: unknown country code {iso2:?}", geo_path.display());
+            bail!(
+                "{}:{line}: unknown country code {iso2:?}",
+                geo_path.display()
+            );
         };
         let pop = num(&row, "population", geo_path, line)? as u64;
         if pop < size_bands[0].min {
@@ -479,11 +573,28 @@ pub fn build(sources_dir: &Path, margins_dir: &Path, taxonomy_dir: &Path) -> Res
     for ((cname, city), (pop, id, admin1)) in &best {
         let iso3 = tax.country_by_name(cname).unwrap().iso3.clone();
         let class = tax.band_of("current_city_size", *pop).unwrap().to_string();
-        catalog.push((iso3, cname.clone(), city.clone(), admin1.clone(), *pop, *id, class));
+        catalog.push((
+            iso3,
+            cname.clone(),
+            city.clone(),
+            admin1.clone(),
+            *pop,
+            *id,
+            class,
+        ));
     }
     // Country order of the taxonomy, then by population descending, then id.
-    let order: BTreeMap<String, usize> = countries.iter().enumerate().map(|(i, c)| (c.0.clone(), i)).collect();
-    catalog.sort_by(|a, b| order[&a.0].cmp(&order[&b.0]).then(b.4.cmp(&a.4)).then(a.5.cmp(&b.5)));
+    let order: BTreeMap<String, usize> = countries
+        .iter()
+        .enumerate()
+        .map(|(i, c)| (c.0.clone(), i))
+        .collect();
+    catalog.sort_by(|a, b| {
+        order[&a.0]
+            .cmp(&order[&b.0])
+            .then(b.4.cmp(&a.4))
+            .then(a.5.cmp(&b.5))
+    });
     let mut rows = Vec::new();
     for (iso, _, name) in &countries {
         let mut by_band: Vec<f64> = vec![0.0; size_bands.len()];
@@ -519,14 +630,20 @@ pub fn build(sources_dir: &Path, margins_dir: &Path, taxonomy_dir: &Path) -> Res
     for (line, row) in read_rows(ratio_path)? {
         let iso = col(&row, "iso3", ratio_path, line)?.to_uppercase();
         let sex = col(&row, "sex", ratio_path, line)?.to_string();
-        ratio.insert((iso, sex), num(&row, "ratio_percent", ratio_path, line)? / 100.0);
+        ratio.insert(
+            (iso, sex),
+            num(&row, "ratio_percent", ratio_path, line)? / 100.0,
+        );
     }
     let mut occ: BTreeMap<(String, String, String), f64> = BTreeMap::new();
     for (line, row) in read_rows(occ_path)? {
         let iso = col(&row, "iso3", occ_path, line)?.to_uppercase();
         let sex = col(&row, "sex", occ_path, line)?.to_string();
         let code = col(&row, "occupation_code", occ_path, line)?.to_string();
-        occ.insert((iso, sex, code), num(&row, "employed_thousands", occ_path, line)?);
+        occ.insert(
+            (iso, sex, code),
+            num(&row, "employed_thousands", occ_path, line)?,
+        );
     }
     let mut rows = Vec::new();
     for (iso, _, name) in &countries {
@@ -547,7 +664,14 @@ pub fn build(sources_dir: &Path, margins_dir: &Path, taxonomy_dir: &Path) -> Res
                 .collect::<Result<_>>()?;
             normalise(&mut emp)?;
             let base = w(iso) * p_sex(iso, s);
-            rows.push((vec![name.clone(), s.clone(), tax.occupations.not_employed.group.clone()], base * (1.0 - r)));
+            rows.push((
+                vec![
+                    name.clone(),
+                    s.clone(),
+                    tax.occupations.not_employed.group.clone(),
+                ],
+                base * (1.0 - r),
+            ));
             for (g, e) in tax.occupations.groups.iter().zip(emp) {
                 rows.push((vec![name.clone(), s.clone(), g.group.clone()], base * r * e));
             }
@@ -570,16 +694,25 @@ pub fn build(sources_dir: &Path, margins_dir: &Path, taxonomy_dir: &Path) -> Res
     let gini_path = src.path("wdi_gini")?;
     let mut gini: BTreeMap<String, f64> = BTreeMap::new();
     for (line, row) in read_rows(gini_path)? {
-        gini.insert(col(&row, "iso3", gini_path, line)?.to_uppercase(), num(&row, "gini", gini_path, line)? / 100.0);
+        gini.insert(
+            col(&row, "iso3", gini_path, line)?.to_uppercase(),
+            num(&row, "gini", gini_path, line)? / 100.0,
+        );
     }
-    let income = tax.fields.categorical.get("income_level").ok_or_else(|| anyhow!("taxonomy has no income_level"))?;
+    let income = tax
+        .fields
+        .categorical
+        .get("income_level")
+        .ok_or_else(|| anyhow!("taxonomy has no income_level"))?;
     if income.median_ratio_bounds.len() != income.values.len() {
         bail!("taxonomy income_level: median_ratio_bounds must have one entry per value");
     }
     let std_normal = Normal::new(0.0, 1.0).unwrap();
     let mut rows = Vec::new();
     for (iso, _, name) in &countries {
-        let g = *gini.get(iso).ok_or_else(|| anyhow!("{}: no Gini for {iso}", gini_path.display()))?;
+        let g = *gini
+            .get(iso)
+            .ok_or_else(|| anyhow!("{}: no Gini for {iso}", gini_path.display()))?;
         let sigma = std::f64::consts::SQRT_2 * std_normal.inverse_cdf((g + 1.0) / 2.0);
         let cdf = |k: Option<f64>| -> f64 {
             match k {
@@ -589,7 +722,10 @@ pub fn build(sources_dir: &Path, margins_dir: &Path, taxonomy_dir: &Path) -> Res
             }
         };
         for (v, (lo, hi)) in income.values.iter().zip(&income.median_ratio_bounds) {
-            rows.push((vec![name.clone(), v.clone()], w(iso) * (cdf(*hi) - cdf(Some(*lo)))));
+            rows.push((
+                vec![name.clone(), v.clone()],
+                w(iso) * (cdf(*hi) - cdf(Some(*lo))),
+            ));
         }
     }
     tables.push(Table {
@@ -615,7 +751,9 @@ pub fn build(sources_dir: &Path, margins_dir: &Path, taxonomy_dir: &Path) -> Res
     let eth = read_conditional(&eth_path, &["iso3"], "ethnicity", &eth_values)?;
     let mut rows = Vec::new();
     for (iso, _, name) in &countries {
-        let d = eth.get(&vec![iso.clone()]).ok_or_else(|| anyhow!("{}: no rows for {iso}", eth_path.display()))?;
+        let d = eth
+            .get(&vec![iso.clone()])
+            .ok_or_else(|| anyhow!("{}: no rows for {iso}", eth_path.display()))?;
         for (e, s) in eth_values.iter().zip(d) {
             rows.push((vec![name.clone(), e.clone()], w(iso) * s));
         }
@@ -642,7 +780,12 @@ pub fn build(sources_dir: &Path, margins_dir: &Path, taxonomy_dir: &Path) -> Res
     }
     let rel_path = asm.join("relationship_by_age_sex.csv");
     let rel_values = tax.domain("relationship_status").unwrap().to_vec();
-    let rel = read_conditional(&rel_path, &["age_group", "sex"], "relationship_status", &rel_values)?;
+    let rel = read_conditional(
+        &rel_path,
+        &["age_group", "sex"],
+        "relationship_status",
+        &rel_values,
+    )?;
     let mut rows = Vec::new();
     for b in &age_bands {
         for s in &sexes {
@@ -650,7 +793,10 @@ pub fn build(sources_dir: &Path, margins_dir: &Path, taxonomy_dir: &Path) -> Res
                 .get(&vec![b.label.clone(), s.clone()])
                 .ok_or_else(|| anyhow!("{}: no rows for {} {s}", rel_path.display(), b.label))?;
             for (r, p) in rel_values.iter().zip(d) {
-                rows.push((vec![b.label.clone(), s.clone(), r.clone()], pooled[&(b.label.clone(), s.clone())] * p));
+                rows.push((
+                    vec![b.label.clone(), s.clone(), r.clone()],
+                    pooled[&(b.label.clone(), s.clone())] * p,
+                ));
             }
         }
     }
@@ -669,11 +815,21 @@ pub fn build(sources_dir: &Path, margins_dir: &Path, taxonomy_dir: &Path) -> Res
 
     let mental_path = asm.join("mental_condition_by_age_group.csv");
     let mental_values = tax.domain("mental_condition").unwrap().to_vec();
-    let mental = read_conditional(&mental_path, &["age_group"], "mental_condition", &mental_values)?;
+    let mental = read_conditional(
+        &mental_path,
+        &["age_group"],
+        "mental_condition",
+        &mental_values,
+    )?;
     let mut rows = Vec::new();
     for b in &age_bands {
-        let pg: f64 = sexes.iter().map(|s| pooled[&(b.label.clone(), s.clone())]).sum();
-        let d = mental.get(&vec![b.label.clone()]).ok_or_else(|| anyhow!("{}: no rows for {}", mental_path.display(), b.label))?;
+        let pg: f64 = sexes
+            .iter()
+            .map(|s| pooled[&(b.label.clone(), s.clone())])
+            .sum();
+        let d = mental
+            .get(&vec![b.label.clone()])
+            .ok_or_else(|| anyhow!("{}: no rows for {}", mental_path.display(), b.label))?;
         for (m, p) in mental_values.iter().zip(d) {
             rows.push((vec![b.label.clone(), m.clone()], pg * p));
         }
@@ -697,14 +853,33 @@ pub fn build(sources_dir: &Path, margins_dir: &Path, taxonomy_dir: &Path) -> Res
     let mut bp: BTreeMap<(String, String), f64> = BTreeMap::new();
     for (line, row) in read_rows(bp_path)? {
         let iso = col(&row, "iso3", bp_path, line)?.to_uppercase();
-        bp.insert((iso.clone(), "male".into()), num(&row, "Crude raised blood pressure prevalence (male)", bp_path, line)?);
-        bp.insert((iso, "female".into()), num(&row, "Crude raised blood pressure prevalence (female)", bp_path, line)?);
+        bp.insert(
+            (iso.clone(), "male".into()),
+            num(
+                &row,
+                "Crude raised blood pressure prevalence (male)",
+                bp_path,
+                line,
+            )?,
+        );
+        bp.insert(
+            (iso, "female".into()),
+            num(
+                &row,
+                "Crude raised blood pressure prevalence (female)",
+                bp_path,
+                line,
+            )?,
+        );
     }
     let mut obese: BTreeMap<(String, String), f64> = BTreeMap::new();
     for (line, row) in read_rows(bmi_path)? {
         let iso = col(&row, "iso3", bmi_path, line)?.to_uppercase();
         let sex = col(&row, "sex", bmi_path, line)?.to_string();
-        obese.insert((iso, sex), num(&row, "Obese (NCDRisC (2017))", bmi_path, line)? / 100.0);
+        obese.insert(
+            (iso, sex),
+            num(&row, "Obese (NCDRisC (2017))", bmi_path, line)? / 100.0,
+        );
     }
     let prev_path = asm.join("physical_condition_prevalence.csv");
     let phys_values = tax.domain("physical_condition").unwrap().to_vec();
@@ -712,11 +887,17 @@ pub fn build(sources_dir: &Path, margins_dir: &Path, taxonomy_dir: &Path) -> Res
     for (line, row) in read_rows(&prev_path)? {
         let c = col(&row, "physical_condition", &prev_path, line)?.to_string();
         if !phys_values.contains(&c) || ["None", "Hypertension", "Obesity"].contains(&c.as_str()) {
-            bail!("{}:{line}: unexpected physical_condition {c:?}", prev_path.display());
+            bail!(
+                "{}:{line}: unexpected physical_condition {c:?}",
+                prev_path.display()
+            );
         }
         let p = num(&row, "prevalence", &prev_path, line)?;
         if !(0.0..1.0).contains(&p) {
-            bail!("{}:{line}: prevalence {p} outside [0, 1)", prev_path.display());
+            bail!(
+                "{}:{line}: prevalence {p} outside [0, 1)",
+                prev_path.display()
+            );
         }
         assumed.insert(c, p);
     }
@@ -724,25 +905,32 @@ pub fn build(sources_dir: &Path, margins_dir: &Path, taxonomy_dir: &Path) -> Res
     for (iso, _, name) in &countries {
         for s in &sexes {
             let key = (iso.clone(), s.clone());
-            let h = *bp.get(&key).ok_or_else(|| anyhow!("{}: no value for {iso} {s}", bp_path.display()))?;
-            let o = *obese.get(&key).ok_or_else(|| anyhow!("{}: no value for {iso} {s}", bmi_path.display()))?;
+            let h = *bp
+                .get(&key)
+                .ok_or_else(|| anyhow!("{}: no value for {iso} {s}", bp_path.display()))?;
+            let o = *obese
+                .get(&key)
+                .ok_or_else(|| anyhow!("{}: no value for {iso} {s}", bmi_path.display()))?;
             let prev: Vec<f64> = phys_values
                 .iter()
                 .map(|v| match v.as_str() {
                     "None" => Ok(0.0),
                     "Hypertension" => Ok(h),
                     "Obesity" => Ok(o),
-                    other => assumed
-                        .get(other)
-                        .copied()
-                        .ok_or_else(|| anyhow!("{}: no prevalence for {other:?}", prev_path.display())),
+                    other => assumed.get(other).copied().ok_or_else(|| {
+                        anyhow!("{}: no prevalence for {other:?}", prev_path.display())
+                    }),
                 })
                 .collect::<Result<_>>()?;
             let none: f64 = prev.iter().map(|p| 1.0 - p).product();
             let sum: f64 = prev.iter().sum();
             let base = w(iso) * p_sex(iso, s);
             for (v, p) in phys_values.iter().zip(&prev) {
-                let share = if v == "None" { none } else { (1.0 - none) * p / sum };
+                let share = if v == "None" {
+                    none
+                } else {
+                    (1.0 - none) * p / sum
+                };
                 rows.push((vec![name.clone(), s.clone(), v.clone()], base * share));
             }
         }
@@ -771,7 +959,12 @@ pub fn build(sources_dir: &Path, margins_dir: &Path, taxonomy_dir: &Path) -> Res
             bail!("{}:{line}: unknown country {iso:?}", mig_path.display());
         }
         let fb = num(&row, "foreign_born_share", &mig_path, line)?;
-        let fc = num(&row, "foreign_citizen_share_of_foreign_born", &mig_path, line)?;
+        let fc = num(
+            &row,
+            "foreign_citizen_share_of_foreign_born",
+            &mig_path,
+            line,
+        )?;
         if !(0.0..=1.0).contains(&fb) || !(0.0..=1.0).contains(&fc) {
             bail!("{}:{line}: shares must lie in [0, 1]", mig_path.display());
         }
@@ -780,8 +973,14 @@ pub fn build(sources_dir: &Path, margins_dir: &Path, taxonomy_dir: &Path) -> Res
     let mut birth_rows = Vec::new();
     let mut cit_rows = Vec::new();
     for (iso, _, name) in &countries {
-        let (fb, fc) = *mig.get(iso).ok_or_else(|| anyhow!("{}: no row for {iso}", mig_path.display()))?;
-        let others: f64 = countries.iter().filter(|c| &c.0 != iso).map(|c| w(&c.0)).sum();
+        let (fb, fc) = *mig
+            .get(iso)
+            .ok_or_else(|| anyhow!("{}: no row for {iso}", mig_path.display()))?;
+        let others: f64 = countries
+            .iter()
+            .filter(|c| &c.0 != iso)
+            .map(|c| w(&c.0))
+            .sum();
         for (o, _, oname) in &countries {
             let (b, c) = if o == iso {
                 (1.0 - fb, 1.0 - fb * fc)
@@ -832,9 +1031,25 @@ pub fn build(sources_dir: &Path, margins_dir: &Path, taxonomy_dir: &Path) -> Res
         margins.push(t.entry.clone());
     }
     let mut w_cat = csv::Writer::from_writer(Vec::new());
-    w_cat.write_record(["geonameid", "city", "iso3", "country", "admin1", "population", "size_class"])?;
+    w_cat.write_record([
+        "geonameid",
+        "city",
+        "iso3",
+        "country",
+        "admin1",
+        "population",
+        "size_class",
+    ])?;
     for (iso3, cname, city, admin1, pop, id, class) in &catalog {
-        w_cat.write_record([id.to_string(), city.clone(), iso3.clone(), cname.clone(), admin1.clone(), pop.to_string(), class.clone()])?;
+        w_cat.write_record([
+            id.to_string(),
+            city.clone(),
+            iso3.clone(),
+            cname.clone(),
+            admin1.clone(),
+            pop.to_string(),
+            class.clone(),
+        ])?;
     }
     write_atomic(&margins_dir.join("cities.csv"), &w_cat.into_inner()?)?;
     let mut w_age = csv::Writer::from_writer(Vec::new());
@@ -871,29 +1086,50 @@ pub fn build(sources_dir: &Path, margins_dir: &Path, taxonomy_dir: &Path) -> Res
     };
     let toml_text = toml::to_string_pretty(&manifest)?;
     let header = "# Population margins of the PrivForge sampling frame.\n# Generated by `privforge margins build`; edit the sources or assumptions, then rebuild.\n\n";
-    write_atomic(&margins_dir.join(crate::margins::MANIFEST), format!("{header}{toml_text}").as_bytes())?;
+    write_atomic(
+        &margins_dir.join(crate::margins::MANIFEST),
+        format!("{header}{toml_text}").as_bytes(),
+    )?;
 
-    crate::margins::MarginSet::load(margins_dir, &tax).context("the margins just built do not load")?;
-    Ok(BuildSummary { margins: summary, cities: catalog.len(), dropped_duplicate_cities: dropped, wpp_vs_table5_max_abs_diff: wpp_vs_t5 })
+    crate::margins::MarginSet::load(margins_dir, &tax)
+        .context("the margins just built do not load")?;
+    Ok(BuildSummary {
+        margins: summary,
+        cities: catalog.len(),
+        dropped_duplicate_cities: dropped,
+        wpp_vs_table5_max_abs_diff: wpp_vs_t5,
+    })
 }
 
 /// Reads a conditional distribution table `keys..., value, share` and returns, per key,
 /// the shares in the order of `values`; each key's shares must sum to one.
-fn read_conditional(path: &Path, keys: &[&str], value: &str, values: &[String]) -> Result<BTreeMap<Vec<String>, Vec<f64>>> {
+fn read_conditional(
+    path: &Path,
+    keys: &[&str],
+    value: &str,
+    values: &[String],
+) -> Result<BTreeMap<Vec<String>, Vec<f64>>> {
     let mut out: BTreeMap<Vec<String>, Vec<f64>> = BTreeMap::new();
     let mut seen: BTreeMap<Vec<String>, Vec<bool>> = BTreeMap::new();
     for (line, row) in read_rows(path)? {
-        let k: Vec<String> = keys.iter().map(|c| col(&row, c, path, line).map(|s| s.to_string())).collect::<Result<_>>()?;
-        let v = col(&row, value, path, line)?;
-        let j = values
+        let k: Vec<String> = keys
             .iter()
-            .position(|x| x == v)
-            .ok_or_else(|| anyhow!("{}:{line}: unknown value {v:?} for field {value:?}", path.display()))?;
+            .map(|c| col(&row, c, path, line).map(|s| s.to_string()))
+            .collect::<Result<_>>()?;
+        let v = col(&row, value, path, line)?;
+        let j = values.iter().position(|x| x == v).ok_or_else(|| {
+            anyhow!(
+                "{}:{line}: unknown value {v:?} for field {value:?}",
+                path.display()
+            )
+        })?;
         let s = num(&row, "share", path, line)?;
         if s < 0.0 {
             bail!("{}:{line}: share {s} is negative", path.display());
         }
-        let e = out.entry(k.clone()).or_insert_with(|| vec![0.0; values.len()]);
+        let e = out
+            .entry(k.clone())
+            .or_insert_with(|| vec![0.0; values.len()]);
         let f = seen.entry(k).or_insert_with(|| vec![false; values.len()]);
         if f[j] {
             bail!("{}:{line}: row listed twice", path.display());
@@ -904,7 +1140,11 @@ fn read_conditional(path: &Path, keys: &[&str], value: &str, values: &[String]) 
     for (k, v) in out.iter_mut() {
         let t: f64 = v.iter().sum();
         if (t - 1.0).abs() > crate::margins::SUM_TOLERANCE {
-            bail!("{}: shares for {} sum to {t}, expected 1", path.display(), k.join(" | "));
+            bail!(
+                "{}: shares for {} sum to {t}, expected 1",
+                path.display(),
+                k.join(" | ")
+            );
         }
         v.iter_mut().for_each(|x| *x /= t);
     }

@@ -33,7 +33,13 @@ pub struct Person {
 }
 
 /// Fields whose value is computed from the seed fields.
-pub const DERIVED_FIELDS: &[&str] = &["age_group", "current_country", "birth_country", "current_city_size", "occupation_group"];
+pub const DERIVED_FIELDS: &[&str] = &[
+    "age_group",
+    "current_country",
+    "birth_country",
+    "current_city_size",
+    "occupation_group",
+];
 
 impl Person {
     /// Value of a categorical field by name (seed or derived).
@@ -86,14 +92,20 @@ impl Person {
             .band_of("age_group", self.age as u64)
             .ok_or_else(|| anyhow!("age {} is outside every age group", self.age))?
             .to_string();
-        let cur = cities
-            .get(&self.current_location)
-            .ok_or_else(|| anyhow!("current_location {:?} is not in the city catalog", self.current_location))?;
+        let cur = cities.get(&self.current_location).ok_or_else(|| {
+            anyhow!(
+                "current_location {:?} is not in the city catalog",
+                self.current_location
+            )
+        })?;
         self.current_country = cur.country.clone();
         self.current_city_size = cur.size_class.clone();
-        let birth = cities
-            .get(&self.birth_location)
-            .ok_or_else(|| anyhow!("birth_location {:?} is not in the city catalog", self.birth_location))?;
+        let birth = cities.get(&self.birth_location).ok_or_else(|| {
+            anyhow!(
+                "birth_location {:?} is not in the city catalog",
+                self.birth_location
+            )
+        })?;
         self.birth_country = birth.country.clone();
         self.occupation_group = tax
             .occupation_group_of(&self.occupation)

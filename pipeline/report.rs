@@ -6,7 +6,10 @@ use serde_json::Value;
 use std::fmt::Write;
 
 fn esc(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
 }
 
 fn f(x: f64) -> String {
@@ -19,7 +22,12 @@ fn bar_chart(m: &MarginResult) -> String {
     let label_w = 260.0;
     let plot_w = 420.0;
     let h = row_h * m.cells.len() as f64 + 30.0;
-    let max = m.cells.iter().map(|c| c.target.max(c.sample).max(c.pool)).fold(0.0, f64::max).max(1e-9);
+    let max = m
+        .cells
+        .iter()
+        .map(|c| c.target.max(c.sample).max(c.pool))
+        .fold(0.0, f64::max)
+        .max(1e-9);
     let mut s = String::new();
     let _ = write!(
         s,
@@ -57,7 +65,12 @@ fn bar_chart(m: &MarginResult) -> String {
 fn scatter(m: &MarginResult) -> String {
     let size = 320.0;
     let pad = 40.0;
-    let max = m.cells.iter().map(|c| c.target.max(c.sample).max(c.pool)).fold(0.0, f64::max).max(1e-9);
+    let max = m
+        .cells
+        .iter()
+        .map(|c| c.target.max(c.sample).max(c.pool))
+        .fold(0.0, f64::max)
+        .max(1e-9);
     let sc = |v: f64| v / max * size;
     let mut s = String::new();
     let _ = write!(
@@ -95,12 +108,29 @@ fn convergence(history: &[f64], tol: f64) -> String {
     let w = 520.0;
     let h = 200.0;
     let pad = 40.0;
-    let lo = history.iter().copied().chain([tol]).fold(f64::INFINITY, f64::min).max(1e-12).log10().floor();
-    let hi = history.iter().copied().fold(tol, f64::max).log10().ceil().max(lo + 1.0);
+    let lo = history
+        .iter()
+        .copied()
+        .chain([tol])
+        .fold(f64::INFINITY, f64::min)
+        .max(1e-12)
+        .log10()
+        .floor();
+    let hi = history
+        .iter()
+        .copied()
+        .fold(tol, f64::max)
+        .log10()
+        .ceil()
+        .max(lo + 1.0);
     let n = history.len().max(2) as f64;
     let x = |i: usize| pad + i as f64 / (n - 1.0) * (w - 2.0 * pad);
     let y = |v: f64| pad + (hi - v.max(1e-12).log10()) / (hi - lo) * (h - 2.0 * pad);
-    let pts: Vec<String> = history.iter().enumerate().map(|(i, v)| format!("{:.1},{:.1}", x(i), y(*v))).collect();
+    let pts: Vec<String> = history
+        .iter()
+        .enumerate()
+        .map(|(i, v)| format!("{:.1},{:.1}", x(i), y(*v)))
+        .collect();
     format!(
         r#"<svg class="chart" role="img" aria-label="IPF convergence" width="{w}" height="{h}" viewBox="0 0 {w} {h}"><line x1="{pad}" x2="{e}" y1="{ty:.1}" y2="{ty:.1}" class="tol"/><text x="{e}" y="{tl:.1}" text-anchor="end" class="lbl">tolerance {tol}</text><polyline points="{pts}" class="line"/><text x="{pad}" y="{hy}" class="lbl">1e{hi}</text><text x="{pad}" y="{ly}" class="lbl">1e{lo}</text><text x="{mid}" y="{by}" text-anchor="middle" class="lbl">sweep (1..{len})</text></svg>"#,
         e = w - pad,
@@ -158,7 +188,10 @@ table{{border-collapse:collapse;margin:1rem 0}}td,th{{border:1px solid #ccc;padd
     );
     let _ = c;
     s.push_str("<h2>IPF convergence</h2>");
-    s.push_str(&convergence(&report.ipf.per_sweep_max_l1, report.ipf.tolerance));
+    s.push_str(&convergence(
+        &report.ipf.per_sweep_max_l1,
+        report.ipf.tolerance,
+    ));
     s.push_str("<h2>Margins</h2><table id=\"margins\"><tr><th>margin</th><th>status</th><th>cells</th><th>pool L1</th><th>sample L1</th><th>plain draw L1</th><th>floor L1</th></tr>");
     for m in &report.margins {
         let st = serde_json::to_value(&m.status).unwrap();

@@ -32,7 +32,10 @@ pub fn es_draw(weights: &[f64], n: usize, seed: u64, key: &str) -> Result<Vec<us
         }
     }
     if keyed.len() < n {
-        bail!("only {} candidates have positive weight, {n} needed", keyed.len());
+        bail!(
+            "only {} candidates have positive weight, {n} needed",
+            keyed.len()
+        );
     }
     keyed.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
     let mut sel: Vec<usize> = keyed[..n].iter().map(|k| k.1).collect();
@@ -48,7 +51,11 @@ fn counts(margins: &[EncodedMargin], sel: &[usize]) -> Vec<Vec<i64>> {
             let mut c = vec![0i64; m.target.len() + 1];
             for &i in sel {
                 let k = m.cell[i];
-                let slot = if k == UNLISTED { m.target.len() } else { k as usize };
+                let slot = if k == UNLISTED {
+                    m.target.len()
+                } else {
+                    k as usize
+                };
                 c[slot] += 1;
             }
             c
@@ -124,7 +131,9 @@ pub fn select(
     swap_iterations: usize,
 ) -> Result<Selection> {
     let names: Vec<String> = margins.iter().map(|m| m.name.clone()).collect();
-    let as_map = |v: &[f64]| -> BTreeMap<String, f64> { names.iter().cloned().zip(v.iter().copied()).collect() };
+    let as_map = |v: &[f64]| -> BTreeMap<String, f64> {
+        names.iter().cloned().zip(v.iter().copied()).collect()
+    };
     let total = |v: &[f64]| -> f64 { v.iter().sum() };
 
     let plain = es_draw(weights, n, seed, "plain")?;
@@ -143,7 +152,10 @@ pub fn select(
 
     let (selected, accepted) = refine(margins, weights, best_sel, seed, swap_iterations)?;
     let final_l1 = sample_l1(margins, &selected);
-    let floors: Vec<f64> = margins.iter().map(|m| floor_l1(m.target.as_slice().unwrap(), n)).collect();
+    let floors: Vec<f64> = margins
+        .iter()
+        .map(|m| floor_l1(m.target.as_slice().unwrap(), n))
+        .collect();
     let report = SamplingReport {
         n,
         trials,
@@ -179,7 +191,13 @@ fn refine(
     // Target counts n * t per cell; unlisted combinations have target 0.
     let goal: Vec<Vec<f64>> = margins
         .iter()
-        .map(|m| m.target.iter().map(|t| t * nf).chain(std::iter::once(0.0)).collect())
+        .map(|m| {
+            m.target
+                .iter()
+                .map(|t| t * nf)
+                .chain(std::iter::once(0.0))
+                .collect()
+        })
         .collect();
     let slot = |m: &EncodedMargin, i: usize| -> usize {
         let k = m.cell[i];
@@ -248,7 +266,9 @@ mod tests {
     #[test]
     fn heavier_candidates_are_drawn_more_often() {
         let w = vec![1.0, 9.0];
-        let heavy = (0..2000).filter(|t| es_draw(&w, 1, 3, &t.to_string()).unwrap()[0] == 1).count();
+        let heavy = (0..2000)
+            .filter(|t| es_draw(&w, 1, 3, &t.to_string()).unwrap()[0] == 1)
+            .count();
         assert!((1700..1900).contains(&heavy), "{heavy}");
     }
 
@@ -262,9 +282,13 @@ mod tests {
     fn refinement_reaches_the_floor_on_a_small_problem() {
         // 200 candidates, half in each cell, target 0.3/0.7, sample of 10.
         let cell: Vec<u32> = (0..200).map(|i| (i % 2) as u32).collect();
-        let m = EncodedMargin { name: "m".into(), cell, target: Array1::from(vec![0.3, 0.7]) };
+        let m = EncodedMargin {
+            name: "m".into(),
+            cell,
+            target: Array1::from(vec![0.3, 0.7]),
+        };
         let w = vec![1.0; 200];
-        let sel = select(&[m.clone()], &w, 10, 5, 1, 5000).unwrap();
+        let sel = select(std::slice::from_ref(&m), &w, 10, 5, 1, 5000).unwrap();
         assert_eq!(sel.report.sample_l1["m"], 0.0);
         assert!(sel.report.plain_draw_l1["m"] >= sel.report.sample_l1["m"]);
     }

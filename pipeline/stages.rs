@@ -29,7 +29,12 @@ impl Inputs {
         let config = Config::load(config_path)?;
         let taxonomy = Taxonomy::load(&config.paths.taxonomy)?;
         let margins = MarginSet::load(&config.paths.margins, &taxonomy)?;
-        Ok(Self { config_path: config_path.to_path_buf(), config, taxonomy, margins })
+        Ok(Self {
+            config_path: config_path.to_path_buf(),
+            config,
+            taxonomy,
+            margins,
+        })
     }
 }
 
@@ -75,14 +80,18 @@ pub fn read_jsonl<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<Vec<T>> {
     let mut out = Vec::new();
     for (i, line) in std::io::BufReader::new(f).lines().enumerate() {
         let line = line?;
-        out.push(serde_json::from_str(&line).map_err(|e| anyhow!("{}:{}: {e}", path.display(), i + 1))?);
+        out.push(
+            serde_json::from_str(&line)
+                .map_err(|e| anyhow!("{}:{}: {e}", path.display(), i + 1))?,
+        );
     }
     Ok(out)
 }
 
 fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<T> {
     let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
-    serde_json::from_slice(&bytes).with_context(|| format!("{}: unexpected content", path.display()))
+    serde_json::from_slice(&bytes)
+        .with_context(|| format!("{}: unexpected content", path.display()))
 }
 
 /// Stage 1.
@@ -100,7 +109,10 @@ pub fn run_candidates(inp: &Inputs, work: &Path) -> Result<()> {
     )?;
     pb.finish_and_clear();
     write_jsonl(&work.join("candidates.jsonl"), &pool)?;
-    write_atomic(&work.join("candidates.report.json"), &to_json_pretty(&report)?)?;
+    write_atomic(
+        &work.join("candidates.report.json"),
+        &to_json_pretty(&report)?,
+    )?;
     eprintln!(
         "candidates: {} unique ({} target-informed, {} uniform), {} duplicates skipped",
         pool.len(),
@@ -131,7 +143,13 @@ pub fn run_calibration(inp: &Inputs, work: &Path) -> Result<()> {
                 .iter()
                 .take(10)
                 .map(|(_, _, d): &(usize, usize, Deficit)| {
-                    format!("{} [{}] needs {} candidates, has {}", d.margin, d.cell.join(" | "), d.required, d.available)
+                    format!(
+                        "{} [{}] needs {} candidates, has {}",
+                        d.margin,
+                        d.cell.join(" | "),
+                        d.required,
+                        d.available
+                    )
                 })
                 .collect();
             return Err(anyhow!(
@@ -193,7 +211,11 @@ pub fn run_sampling(inp: &Inputs, work: &Path) -> Result<()> {
     let pool: Vec<Person> = read_jsonl(&work.join("pool.jsonl"))?;
     let cal: CalibrationArtifact = read_json(&work.join("calibration.json"))?;
     if cal.weights.len() != pool.len() {
-        return Err(anyhow!("work artifacts disagree: {} weights for {} candidates", cal.weights.len(), pool.len()));
+        return Err(anyhow!(
+            "work artifacts disagree: {} weights for {} candidates",
+            cal.weights.len(),
+            pool.len()
+        ));
     }
     let enc = calibration::encode(&inp.margins, &pool);
     let sel = sampling::select(
@@ -214,7 +236,11 @@ pub fn run_sampling(inp: &Inputs, work: &Path) -> Result<()> {
         sel.report.swaps_accepted
     );
     let art = SampleArtifact {
-        selected_candidate_ids: sel.selected.iter().map(|&i| pool[i].candidate_id.clone()).collect(),
+        selected_candidate_ids: sel
+            .selected
+            .iter()
+            .map(|&i| pool[i].candidate_id.clone())
+            .collect(),
         report: sel.report,
     };
     write_atomic(&work.join("sample.json"), &to_json_pretty(&art)?)

@@ -95,32 +95,51 @@ pub const FILES: &[(&str, &str)] = &[
     ("countries.json", "schemas/countries.schema.json"),
     ("profile_fields.json", "schemas/profile_fields.schema.json"),
     ("occupations.json", "schemas/occupations.schema.json"),
-    ("health_conditions.json", "schemas/health_conditions.schema.json"),
+    (
+        "health_conditions.json",
+        "schemas/health_conditions.schema.json",
+    ),
 ];
 
 /// Reads a JSON file and checks it against a schema file, naming the file and JSON path of
 /// every violation.
 pub fn load_checked_json(file: &Path, schema_file: &Path) -> Result<Value> {
-    let text = std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))?;
+    let text =
+        std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))?;
     let value: Value = serde_json::from_str(&text)
         .map_err(|e| anyhow::anyhow!("{}:{}: invalid JSON: {}", file.display(), e.line(), e))?;
-    let schema_text =
-        std::fs::read_to_string(schema_file).with_context(|| format!("cannot read {}", schema_file.display()))?;
-    let schema: Value = serde_json::from_str(&schema_text)
-        .map_err(|e| anyhow::anyhow!("{}:{}: invalid JSON: {}", schema_file.display(), e.line(), e))?;
+    let schema_text = std::fs::read_to_string(schema_file)
+        .with_context(|| format!("cannot read {}", schema_file.display()))?;
+    let schema: Value = serde_json::from_str(&schema_text).map_err(|e| {
+        anyhow::anyhow!(
+            "{}:{}: invalid JSON: {}",
+            schema_file.display(),
+            e.line(),
+            e
+        )
+    })?;
     check_schema(&value, &schema, &file.display().to_string())?;
     Ok(value)
 }
 
 /// Validates `value` against `schema`; the error names `what` and each failing JSON path.
 pub fn check_schema(value: &Value, schema: &Value, what: &str) -> Result<()> {
-    let validator = jsonschema::validator_for(schema).map_err(|e| anyhow::anyhow!("invalid schema for {what}: {e}"))?;
+    let validator = jsonschema::validator_for(schema)
+        .map_err(|e| anyhow::anyhow!("invalid schema for {what}: {e}"))?;
     let errors: Vec<String> = validator
         .iter_errors(value)
         .take(5)
         .map(|e| {
             let path = e.instance_path.to_string();
-            format!("field {}: {}", if path.is_empty() { "/".to_string() } else { path }, e)
+            format!(
+                "field {}: {}",
+                if path.is_empty() {
+                    "/".to_string()
+                } else {
+                    path
+                },
+                e
+            )
         })
         .collect();
     if !errors.is_empty() {
@@ -181,27 +200,51 @@ impl Taxonomy {
         }
         for g in std::iter::once(&self.occupations.not_employed).chain(&self.occupations.groups) {
             for t in &g.titles {
-                if self.title_group.insert(t.clone(), g.group.clone()).is_some() {
-                    bail!("{}: occupation title {t:?} appears twice", self.dir.join("occupations.json").display());
+                if self
+                    .title_group
+                    .insert(t.clone(), g.group.clone())
+                    .is_some()
+                {
+                    bail!(
+                        "{}: occupation title {t:?} appears twice",
+                        self.dir.join("occupations.json").display()
+                    );
                 }
             }
         }
         d.insert("occupation_group".into(), groups);
         d.insert("occupation".into(), titles);
-        d.insert("physical_condition".into(), self.health.physical.iter().map(|c| c.value.clone()).collect());
-        d.insert("mental_condition".into(), self.health.mental.iter().map(|c| c.value.clone()).collect());
+        d.insert(
+            "physical_condition".into(),
+            self.health
+                .physical
+                .iter()
+                .map(|c| c.value.clone())
+                .collect(),
+        );
+        d.insert(
+            "mental_condition".into(),
+            self.health.mental.iter().map(|c| c.value.clone()).collect(),
+        );
         for (field, values) in &d {
             let mut seen = std::collections::BTreeSet::new();
             for v in values {
                 if !seen.insert(v) {
-                    bail!("taxonomy {}: field {field} lists value {v:?} twice", self.dir.display());
+                    bail!(
+                        "taxonomy {}: field {field} lists value {v:?} twice",
+                        self.dir.display()
+                    );
                 }
             }
         }
         for f in &self.fields.seed_fields {
-            let known = d.contains_key(f) || matches!(f.as_str(), "age" | "current_location" | "birth_location");
+            let known = d.contains_key(f)
+                || matches!(f.as_str(), "age" | "current_location" | "birth_location");
             if !known {
-                bail!("{}: seed field {f:?} has no value set", self.dir.join("profile_fields.json").display());
+                bail!(
+                    "{}: seed field {f:?} has no value set",
+                    self.dir.join("profile_fields.json").display()
+                );
             }
         }
         self.domains = d;
@@ -214,11 +257,18 @@ impl Taxonomy {
     }
 
     pub fn bands(&self, field: &str) -> &[Band] {
-        self.fields.bands.get(field).map(|b| b.as_slice()).unwrap_or(&[])
+        self.fields
+            .bands
+            .get(field)
+            .map(|b| b.as_slice())
+            .unwrap_or(&[])
     }
 
     pub fn band_of(&self, field: &str, x: u64) -> Option<&str> {
-        self.bands(field).iter().find(|b| b.contains(x)).map(|b| b.label.as_str())
+        self.bands(field)
+            .iter()
+            .find(|b| b.contains(x))
+            .map(|b| b.label.as_str())
     }
 
     pub fn occupation_group_of(&self, title: &str) -> Option<&str> {
@@ -238,7 +288,9 @@ impl Taxonomy {
     }
 
     pub fn country_by_iso3(&self, iso3: &str) -> Option<&Country> {
-        self.countries.iter().find(|c| c.iso3.eq_ignore_ascii_case(iso3))
+        self.countries
+            .iter()
+            .find(|c| c.iso3.eq_ignore_ascii_case(iso3))
     }
 
     /// Youngest age at which a value is plausible (education level, occupation group).

@@ -16,7 +16,8 @@ pub struct Summary {
 
 fn read_json(path: &Path) -> Result<Value> {
     let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
-    serde_json::from_slice(&bytes).map_err(|e| anyhow!("{}:{}: invalid JSON: {e}", path.display(), e.line()))
+    serde_json::from_slice(&bytes)
+        .map_err(|e| anyhow!("{}:{}: invalid JSON: {e}", path.display(), e.line()))
 }
 
 pub fn verify(dir: &Path) -> Result<Summary> {
@@ -27,7 +28,12 @@ pub fn verify(dir: &Path) -> Result<Summary> {
     let files = manifest
         .get("files")
         .and_then(|f| f.as_object())
-        .ok_or_else(|| anyhow!("{}: manifest has no files listing", dir.join("manifest.json").display()))?;
+        .ok_or_else(|| {
+            anyhow!(
+                "{}: manifest has no files listing",
+                dir.join("manifest.json").display()
+            )
+        })?;
     let mut problems = Vec::new();
     for (name, meta) in files {
         let p = dir.join(name);
@@ -38,10 +44,15 @@ pub fn verify(dir: &Path) -> Result<Summary> {
         let want = meta.get("sha256").and_then(|v| v.as_str()).unwrap_or("");
         let got = sha256_hex(&bytes);
         if got != want {
-            problems.push(format!("{name}: sha256 {got} does not match manifest.json ({want})"));
+            problems.push(format!(
+                "{name}: sha256 {got} does not match manifest.json ({want})"
+            ));
         }
         if meta.get("bytes").and_then(|v| v.as_u64()) != Some(bytes.len() as u64) {
-            problems.push(format!("{name}: size {} does not match manifest.json", bytes.len()));
+            problems.push(format!(
+                "{name}: size {} does not match manifest.json",
+                bytes.len()
+            ));
         }
     }
     for f in list_files(dir)? {
@@ -55,15 +66,20 @@ pub fn verify(dir: &Path) -> Result<Summary> {
 
     // Records: schema, ids, count.
     let schema = read_json(&dir.join("schemas/profile.schema.json"))?;
-    let validator = jsonschema::validator_for(&schema).map_err(|e| anyhow!("schemas/profile.schema.json: {e}"))?;
+    let validator = jsonschema::validator_for(&schema)
+        .map_err(|e| anyhow!("schemas/profile.schema.json: {e}"))?;
     let text = std::fs::read_to_string(dir.join("profiles.jsonl")).context("profiles.jsonl")?;
     let mut records = Vec::new();
     let mut ids = HashSet::new();
     for (i, line) in text.lines().enumerate() {
-        let rec: Value =
-            serde_json::from_str(line).map_err(|e| anyhow!("profiles.jsonl:{}: invalid JSON: {e}", i + 1))?;
+        let rec: Value = serde_json::from_str(line)
+            .map_err(|e| anyhow!("profiles.jsonl:{}: invalid JSON: {e}", i + 1))?;
         if let Some(e) = validator.iter_errors(&rec).next() {
-            bail!("profiles.jsonl:{}: schema violation at field {}: {e}", i + 1, e.instance_path);
+            bail!(
+                "profiles.jsonl:{}: schema violation at field {}: {e}",
+                i + 1,
+                e.instance_path
+            );
         }
         let id = rec["profile_id"].as_str().unwrap_or_default().to_string();
         if !ids.insert(id.clone()) {
@@ -71,44 +87,69 @@ pub fn verify(dir: &Path) -> Result<Summary> {
         }
         records.push(rec);
     }
-    let want = manifest.pointer("/counts/profiles").and_then(|v| v.as_u64());
+    let want = manifest
+        .pointer("/counts/profiles")
+        .and_then(|v| v.as_u64());
     if want != Some(records.len() as u64) {
-        bail!("profiles.jsonl has {} records, manifest.json counts.profiles says {want:?}", records.len());
+        bail!(
+            "profiles.jsonl has {} records, manifest.json counts.profiles says {want:?}",
+            records.len()
+        );
     }
 
     // Calibration figures must be what the records and margins give.
-    let margins = manifest.get("margins").and_then(|m| m.as_array()).cloned().unwrap_or_default();
+    let margins = manifest
+        .get("margins")
+        .and_then(|m| m.as_array())
+        .cloned()
+        .unwrap_or_default();
     for m in &margins {
         let name = m["name"].as_str().unwrap_or_default();
         let file = m["file"].as_str().unwrap_or_default();
         let recomputed = recompute_l1(&dir.join(file), &records)
             .with_context(|| format!("recomputing the sample L1 of margin {name}"))?;
-        let stated = manifest.pointer(&format!("/calibration/sample_l1/{name}")).and_then(|v| v.as_f64());
+        let stated = manifest
+            .pointer(&format!("/calibration/sample_l1/{name}"))
+            .and_then(|v| v.as_f64());
         if stated != Some(recomputed) {
             bail!("margin {name}: manifest.json calibration.sample_l1 is {stated:?}, the records give {recomputed}");
         }
     }
-    Ok(Summary { files: files.len() + 1, profiles: records.len() })
+    Ok(Summary {
+        files: files.len() + 1,
+        profiles: records.len(),
+    })
 }
 
 /// L1 between a margin CSV (field columns, then `share`) and the records.
 pub fn recompute_l1(csv_path: &Path, records: &[Value]) -> Result<f64> {
-    let mut rdr = csv::Reader::from_path(csv_path).with_context(|| format!("cannot read {}", csv_path.display()))?;
+    let mut rdr = csv::Reader::from_path(csv_path)
+        .with_context(|| format!("cannot read {}", csv_path.display()))?;
     let headers: Vec<String> = rdr.headers()?.iter().map(|s| s.to_string()).collect();
     let k = headers.len() - 1;
     let mut index: HashMap<Vec<String>, usize> = HashMap::new();
     let mut shares = Vec::new();
     for rec in rdr.records() {
         let rec = rec?;
-        index.insert(rec.iter().take(k).map(|s| s.to_string()).collect(), shares.len());
-        shares.push(rec[k].parse::<f64>().map_err(|_| anyhow!("{}: bad share", csv_path.display()))?);
+        index.insert(
+            rec.iter().take(k).map(|s| s.to_string()).collect(),
+            shares.len(),
+        );
+        shares.push(
+            rec[k]
+                .parse::<f64>()
+                .map_err(|_| anyhow!("{}: bad share", csv_path.display()))?,
+        );
     }
     let total: f64 = shares.iter().sum();
     shares.iter_mut().for_each(|s| *s /= total);
     let mut mass = vec![0.0; shares.len()];
     let mut unlisted = 0.0;
     for r in records {
-        let key: Vec<String> = headers[..k].iter().map(|f| r[f].as_str().unwrap_or_default().to_string()).collect();
+        let key: Vec<String> = headers[..k]
+            .iter()
+            .map(|f| r[f].as_str().unwrap_or_default().to_string())
+            .collect();
         match index.get(&key) {
             Some(&c) => mass[c] += 1.0,
             None => unlisted += 1.0,
@@ -119,15 +160,20 @@ pub fn recompute_l1(csv_path: &Path, records: &[Value]) -> Result<f64> {
 
 /// Compares a bundle with a `sha256sum`-style list: same files, same hashes.
 pub fn check_expected(dir: &Path, expected: &Path) -> Result<usize> {
-    let text = std::fs::read_to_string(expected).with_context(|| format!("cannot read {}", expected.display()))?;
+    let text = std::fs::read_to_string(expected)
+        .with_context(|| format!("cannot read {}", expected.display()))?;
     let mut want = BTreeMap::new();
     for (i, line) in text.lines().enumerate() {
         if line.trim().is_empty() {
             continue;
         }
-        let (hash, name) = line
-            .split_once("  ")
-            .ok_or_else(|| anyhow!("{}:{}: expected '<sha256>  <path>'", expected.display(), i + 1))?;
+        let (hash, name) = line.split_once("  ").ok_or_else(|| {
+            anyhow!(
+                "{}:{}: expected '<sha256>  <path>'",
+                expected.display(),
+                i + 1
+            )
+        })?;
         want.insert(name.trim().to_string(), hash.trim().to_string());
     }
     let mut problems = Vec::new();
@@ -146,7 +192,12 @@ pub fn check_expected(dir: &Path, expected: &Path) -> Result<usize> {
         }
     }
     if !problems.is_empty() {
-        bail!("{} differs from {}: {}", dir.display(), expected.display(), problems.join("; "));
+        bail!(
+            "{} differs from {}: {}",
+            dir.display(),
+            expected.display(),
+            problems.join("; ")
+        );
     }
     Ok(have.len())
 }
@@ -155,7 +206,10 @@ pub fn check_expected(dir: &Path, expected: &Path) -> Result<usize> {
 pub fn sha256sums(dir: &Path) -> Result<String> {
     let mut out = String::new();
     for f in list_files(dir)? {
-        out.push_str(&format!("{}  {f}\n", sha256_hex(&std::fs::read(dir.join(&f))?)));
+        out.push_str(&format!(
+            "{}  {f}\n",
+            sha256_hex(&std::fs::read(dir.join(&f))?)
+        ));
     }
     Ok(out)
 }
@@ -169,7 +223,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("m.csv");
         std::fs::write(&p, "sex,share\nfemale,0.5\nmale,0.5\n").unwrap();
-        let recs: Vec<Value> = ["female", "female", "male", "other"].iter().map(|s| serde_json::json!({"sex": s})).collect();
+        let recs: Vec<Value> = ["female", "female", "male", "other"]
+            .iter()
+            .map(|s| serde_json::json!({"sex": s}))
+            .collect();
         // shares 0.5/0.25 vs 0.5/0.5 plus 0.25 unlisted
         assert!((recompute_l1(&p, &recs).unwrap() - 0.5).abs() < 1e-12);
     }
