@@ -16,7 +16,7 @@ use rand::Rng;
 use rand_distr::weighted::WeightedAliasIndex;
 use rand_distr::Distribution;
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 pub const STAGE: &str = "sampling";
 
@@ -212,12 +212,55 @@ fn refine(
         in_sel[i] = true;
     }
     let alias = WeightedAliasIndex::new(weights.to_vec())?;
+    // Per (margin, cell): the positively weighted candidates in it, for targeted proposals.
+    let mut members: Vec<Vec<Vec<usize>>> = margins
+        .iter()
+        .map(|m| vec![Vec::new(); m.target.len() + 1])
+        .collect();
+    for (mi, m) in margins.iter().enumerate() {
+        for (i, &w) in weights.iter().enumerate() {
+            if w > 0.0 {
+                members[mi][slot(m, i)].push(i);
+            }
+        }
+    }
+    let mut cell_alias: HashMap<(usize, usize), WeightedAliasIndex<f64>> = HashMap::new();
     let mut r = rng(seed, STAGE, "refine");
     let mut accepted = 0;
-    for _ in 0..iterations {
-        let pos = r.random_range(0..n);
+    for it in 0..iterations {
+        // Even iterations: a random member out, a weight-proportional candidate in.
+        // Odd iterations: within one margin, a member of an over-filled cell out and a
+        // weight-proportional candidate of an under-filled cell in.
+        let (pos, inn) = if it % 2 == 0 {
+            (r.random_range(0..n), alias.sample(&mut r))
+        } else {
+            let mi = r.random_range(0..margins.len());
+            let (c, g) = (&cnt[mi], &goal[mi]);
+            let under: Vec<usize> = (0..c.len())
+                .filter(|&k| (c[k] as f64) + 0.5 < g[k] && !members[mi][k].is_empty())
+                .collect();
+            if under.is_empty() {
+                continue;
+            }
+            let k = under[r.random_range(0..under.len())];
+            let a = cell_alias.entry((mi, k)).or_insert_with(|| {
+                WeightedAliasIndex::new(members[mi][k].iter().map(|&i| weights[i]).collect())
+                    .expect("positive weights")
+            });
+            let inn = members[mi][k][a.sample(&mut r)];
+            let mut pos = None;
+            for _ in 0..32 {
+                let p = r.random_range(0..n);
+                let s = slot(&margins[mi], sel[p]);
+                if (c[s] as f64) - 0.5 > g[s] {
+                    pos = Some(p);
+                    break;
+                }
+            }
+            let Some(pos) = pos else { continue };
+            (pos, inn)
+        };
         let out = sel[pos];
-        let inn = alias.sample(&mut r);
         if in_sel[inn] {
             continue;
         }
