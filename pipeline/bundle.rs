@@ -7,7 +7,7 @@ use crate::fsio::{sha256_hex, to_json_pretty, StagingDir};
 use crate::margins::Status;
 use crate::profile::{Person, Profile};
 use crate::sampling::SamplingReport;
-use crate::stages::{read_jsonl, CalibrationArtifact, Inputs, SampleArtifact};
+use crate::stages::{read_pool, CalibrationArtifact, Inputs, SampleArtifact};
 use anyhow::{anyhow, Context, Result};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -122,7 +122,7 @@ fn regex_escape(s: &str) -> String {
 
 pub fn write(inp: &Inputs, work: &Path) -> Result<()> {
     let cfg = &inp.config;
-    let pool: Vec<Person> = read_jsonl(&work.join("pool.jsonl"))?;
+    let pool: Vec<Person> = read_pool(work)?;
     let cal: CalibrationArtifact =
         serde_json::from_slice(&std::fs::read(work.join("calibration.json"))?)
             .context("work/calibration.json")?;

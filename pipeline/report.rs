@@ -33,7 +33,7 @@ fn bar_chart(m: &MarginResult) -> String {
         s,
         r#"<svg class="chart" role="img" aria-label="target vs achieved for {name}" width="{w}" height="{h}" viewBox="0 0 {w} {h}">"#,
         name = esc(&m.name),
-        w = label_w + plot_w + 80.0,
+        w = label_w + plot_w + 130.0,
     );
     for (i, c) in m.cells.iter().enumerate() {
         let y = 20.0 + i as f64 * row_h;

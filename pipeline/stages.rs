@@ -88,6 +88,13 @@ pub fn read_jsonl<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<Vec<T>> {
     Ok(out)
 }
 
+/// The calibrated pool: the base candidates followed by the backfilled ones.
+pub fn read_pool(work: &Path) -> Result<Vec<Person>> {
+    let mut pool: Vec<Person> = read_jsonl(&work.join("candidates.jsonl"))?;
+    pool.extend(read_jsonl::<Person>(&work.join("backfill.jsonl"))?);
+    Ok(pool)
+}
+
 fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<T> {
     let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
     serde_json::from_slice(&bytes)
@@ -128,6 +135,7 @@ pub fn run_calibration(inp: &Inputs, work: &Path) -> Result<()> {
     let c = &inp.config;
     let mut pool: Vec<Person> = read_jsonl(&work.join("candidates.jsonl"))?;
     let mut report: CandidateReport = read_json(&work.join("candidates.report.json"))?;
+    let base_len = pool.len();
     let mut seen: HashSet<String> = pool.iter().map(|p| p.seed_key()).collect();
     let n = c.population.profiles;
     let mut deficits_per_round = Vec::new();
@@ -189,11 +197,7 @@ pub fn run_calibration(inp: &Inputs, work: &Path) -> Result<()> {
         fit.report.max_l1,
         fit.report.effective_sample_size
     );
-    if rounds > 0 {
-        write_jsonl(&work.join("pool.jsonl"), &pool)?;
-    } else {
-        std::fs::copy(work.join("candidates.jsonl"), work.join("pool.jsonl"))?;
-    }
+    write_jsonl(&work.join("backfill.jsonl"), &pool[base_len..])?;
     let art = CalibrationArtifact {
         pool_size: pool.len(),
         candidates: report,
@@ -208,7 +212,7 @@ pub fn run_calibration(inp: &Inputs, work: &Path) -> Result<()> {
 /// Stage 3.
 pub fn run_sampling(inp: &Inputs, work: &Path) -> Result<()> {
     let c = &inp.config;
-    let pool: Vec<Person> = read_jsonl(&work.join("pool.jsonl"))?;
+    let pool = read_pool(work)?;
     let cal: CalibrationArtifact = read_json(&work.join("calibration.json"))?;
     if cal.weights.len() != pool.len() {
         return Err(anyhow!(
@@ -217,6 +221,8 @@ pub fn run_sampling(inp: &Inputs, work: &Path) -> Result<()> {
             pool.len()
         ));
     }
+    let pb = ProgressBar::new_spinner();
+    pb.set_message("sampling: weighted draws and refinement");
     let enc = calibration::encode(&inp.margins, &pool);
     let sel = sampling::select(
         &enc,
@@ -226,6 +232,7 @@ pub fn run_sampling(inp: &Inputs, work: &Path) -> Result<()> {
         c.sampling.trials,
         c.sampling.swap_iterations,
     )?;
+    pb.finish_and_clear();
     eprintln!(
         "sampling: total L1 {:.4} (best of {} draws {:.4}, plain draw {:.4}, floor {:.4}); {} swaps",
         sel.report.sample_total_l1,

@@ -17,7 +17,25 @@ fn bin() -> Command {
 
 /// A copy of the reference config that writes into `dir` and reads the given inputs.
 fn config(dir: &Path, taxonomy: &Path, margins: &Path) -> PathBuf {
-    let text = fs::read_to_string(repo().join("configs/reference.toml")).unwrap();
+    config_with(dir, taxonomy, margins, &[])
+}
+
+/// Like [`config`], with `(prefix, replacement line)` overrides.
+fn config_with(dir: &Path, taxonomy: &Path, margins: &Path, overrides: &[(&str, &str)]) -> PathBuf {
+    let mut text = fs::read_to_string(repo().join("configs/reference.toml")).unwrap();
+    for (prefix, repl) in overrides {
+        text = text
+            .lines()
+            .map(|l| {
+                if l.starts_with(prefix) {
+                    repl.to_string()
+                } else {
+                    l.to_string()
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("\n");
+    }
     let mut out = String::new();
     for line in text.lines() {
         let l = if line.starts_with("taxonomy =") {
@@ -379,4 +397,58 @@ fn margins_rebuild_from_the_extracts_reproduces_the_committed_files() {
         "{}",
         stderr(&o)
     );
+}
+
+#[test]
+fn capacity_shortfall_fails_naming_cells_and_backfill_fills_them() {
+    let tmp = tempfile::tempdir().unwrap();
+    let small = [
+        ("candidates =", "candidates = 5000"),
+        ("backfill_rounds =", "backfill_rounds = 0"),
+    ];
+    let cfg = config_with(
+        tmp.path(),
+        &repo().join("taxonomy"),
+        &repo().join("population-margins"),
+        &small,
+    );
+    let o = build(&cfg);
+    assert!(!o.status.success());
+    let err = stderr(&o);
+    assert!(
+        err.contains("capacity check failed after 0 backfill rounds"),
+        "{err}"
+    );
+    assert!(err.contains("needs 1 candidates, has 0"), "{err}");
+    assert!(!tmp.path().join("bundle").exists());
+
+    // With backfill rounds the same pool gets its missing cells (a loose tolerance, since
+    // 5,000 candidates cannot carry the full fit).
+    let tmp = tempfile::tempdir().unwrap();
+    let fill = [
+        ("candidates =", "candidates = 5000"),
+        ("backfill_rounds =", "backfill_rounds = 3"),
+        ("tolerance =", "tolerance = 0.1"),
+    ];
+    let cfg = config_with(
+        tmp.path(),
+        &repo().join("taxonomy"),
+        &repo().join("population-margins"),
+        &fill,
+    );
+    let o = build(&cfg);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let cal: Value =
+        serde_json::from_slice(&fs::read(tmp.path().join("bundle/calibration.json")).unwrap())
+            .unwrap();
+    assert!(cal["candidates"]["backfill"].as_u64().unwrap() > 0);
+    assert_eq!(
+        cal["deficits_per_round"]
+            .as_array()
+            .unwrap()
+            .last()
+            .unwrap(),
+        0
+    );
+    assert!(cal["deficits_per_round"][0].as_u64().unwrap() > 0);
 }
