@@ -123,7 +123,7 @@ fn run(cli: Cli) -> Result<()> {
                 println!("{name:<24} {cells:>5} cells  {status:?}");
             }
             println!(
-                "city catalog: {} cities ({} duplicate names dropped); WPP vs Table 5 max abs diff {:.6}",
+                "city catalog: {} cities ({} duplicate names dropped); WPP vs Table 5 max abs diff {:.2e}",
                 s.cities, s.dropped_duplicate_cities, s.wpp_vs_table5_max_abs_diff
             );
         }

@@ -332,7 +332,7 @@ pub fn build(sources_dir: &Path, margins_dir: &Path, taxonomy_dir: &Path) -> Res
             &["privacytrace_table5", "wpp2024"],
             "figures quoted with attribution (PrivacyTrace); underlying WPP 2024 data CC BY 3.0 IGO",
             format!(
-                "Country weights of PrivacyTrace Table 5 (percent), renormalised to sum to 1. Cross-check: shares of the population aged {amin}-{amax} computed here from WPP 2024 differ from them by at most {wpp_vs_t5:.6} (absolute)."
+                "Country weights of PrivacyTrace Table 5 (percent), renormalised to sum to 1. Cross-check: shares of the population aged {amin}-{amax} computed here from WPP 2024 differ from them by at most {wpp_vs_t5:.2e} (absolute)."
             ),
             vec![],
         ),
