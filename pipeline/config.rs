@@ -17,6 +17,8 @@ pub struct Config {
     pub population: Population,
     pub ipf: Ipf,
     pub sampling: Sampling,
+    #[serde(default)]
+    pub llm: Llm,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -60,6 +62,125 @@ pub struct Sampling {
     pub trials: usize,
     /// Proposed swaps of the refinement that keeps the sample weighted but integer-balanced.
     pub swap_iterations: usize,
+}
+
+/// Where LLM answers come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum LlmMode {
+    /// Answers only from the committed transcript; no network, no model.
+    Replay,
+    /// OpenAI-compatible endpoints.
+    Live,
+    /// The llama.cpp model in-process.
+    Embedded,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Llm {
+    pub mode: LlmMode,
+    /// The transcript replay reads (and `make record` writes).
+    pub transcript: PathBuf,
+    pub prompts: PathBuf,
+    /// Requests in flight at once.
+    pub concurrency: usize,
+    pub timeout_seconds: f64,
+    /// Attempts per request before the stage fails (transport errors and invalid output).
+    pub max_attempts: u32,
+    /// Invalid-output attempts on a batch before it is split in half.
+    pub batch_attempts: u32,
+    pub backoff_base_ms: u64,
+    pub backoff_max_ms: u64,
+    /// After a truncated answer the token budget is multiplied by this, up to `max_tokens_cap`.
+    pub length_growth: f64,
+    pub max_tokens_cap: u32,
+    pub embedded: Embedded,
+    #[serde(default)]
+    pub endpoints: Vec<Endpoint>,
+    #[serde(default)]
+    pub stages: std::collections::BTreeMap<String, StageLlm>,
+    /// USD per million tokens, by model id.
+    #[serde(default)]
+    pub prices: std::collections::BTreeMap<String, Price>,
+}
+
+impl Default for Llm {
+    fn default() -> Self {
+        Self {
+            mode: LlmMode::Replay,
+            transcript: PathBuf::from("outputs/transcripts/reference.jsonl"),
+            prompts: PathBuf::from("prompts"),
+            concurrency: 8,
+            timeout_seconds: 120.0,
+            max_attempts: 6,
+            batch_attempts: 2,
+            backoff_base_ms: 500,
+            backoff_max_ms: 30_000,
+            length_growth: 2.0,
+            max_tokens_cap: 16_384,
+            embedded: Embedded::default(),
+            endpoints: Vec::new(),
+            stages: Default::default(),
+            prices: Default::default(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Embedded {
+    /// The model id requests carry (part of every transcript key).
+    pub model_id: String,
+    pub path: PathBuf,
+    pub threads: i32,
+    pub context: u32,
+}
+
+impl Default for Embedded {
+    fn default() -> Self {
+        Self {
+            model_id: "smollm2-135m-instruct-q4_1".into(),
+            path: PathBuf::from(".cache/models/SmolLM2-135M-Instruct.Q4_1.gguf"),
+            threads: 2,
+            context: 8192,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Endpoint {
+    pub name: String,
+    /// e.g. `http://127.0.0.1:8000/v1`
+    pub base_url: String,
+    /// The model id this endpoint serves.
+    pub model: String,
+    /// Name of the environment variable holding the API key (the key itself never appears
+    /// in a config, log or bundle).
+    #[serde(default)]
+    pub api_key_env: Option<String>,
+    #[serde(default)]
+    pub requests_per_minute: Option<u32>,
+    #[serde(default)]
+    pub tokens_per_minute: Option<u32>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StageLlm {
+    pub template: String,
+    pub model: String,
+    pub temperature: f32,
+    pub max_tokens: u32,
+    pub batch_size: usize,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Price {
+    pub prompt_per_million: f64,
+    pub completion_per_million: f64,
 }
 
 impl Config {
@@ -116,6 +237,31 @@ impl Config {
             });
         if !ok {
             bail!("date must be YYYY-MM-DD, got {d:?}");
+        }
+        let l = &self.llm;
+        if l.concurrency == 0 || l.max_attempts == 0 || l.batch_attempts == 0 {
+            bail!("llm.concurrency, llm.max_attempts and llm.batch_attempts must be positive");
+        }
+        if l.timeout_seconds.is_nan() || l.timeout_seconds <= 0.0 {
+            bail!("llm.timeout_seconds must be positive");
+        }
+        for (name, st) in &l.stages {
+            if st.batch_size == 0 || st.max_tokens == 0 {
+                bail!("llm.stages.{name}: batch_size and max_tokens must be positive");
+            }
+        }
+        for e in &l.endpoints {
+            if !(e.base_url.starts_with("http://") || e.base_url.starts_with("https://")) {
+                bail!(
+                    "llm.endpoints {}: base_url must start with http:// or https://",
+                    e.name
+                );
+            }
+            if let Some(var) = &e.api_key_env {
+                if var.is_empty() || var.starts_with("sk-") || var.contains(char::is_whitespace) {
+                    bail!("llm.endpoints {}: api_key_env must name an environment variable, not hold a key", e.name);
+                }
+            }
         }
         let v: Vec<&str> = self.bundle_version.split('.').collect();
         if v.len() != 3 || v.iter().any(|x| x.parse::<u64>().is_err()) {

@@ -30,4 +30,5 @@ pub mod stages;
 pub mod verify;
 
 pub mod bench;
+pub mod llm;
 pub mod profile;
