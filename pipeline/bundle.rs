@@ -7,7 +7,7 @@ use crate::fsio::{sha256_hex, to_json_pretty, StagingDir};
 use crate::margins::Status;
 use crate::profile::{Person, Profile};
 use crate::sampling::SamplingReport;
-use crate::stages::{read_pool, CalibrationArtifact, Inputs, SampleArtifact};
+use crate::stages::{read_pool, AuditArtifact, CalibrationArtifact, Inputs, SampleArtifact};
 use anyhow::{anyhow, Context, Result};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -41,6 +41,8 @@ pub struct MarginResult {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct CalibrationReport {
     pub candidates: CandidateReport,
+    /// Total L1 of the bundle's sample (after the seed audit's replacements).
+    pub final_total_l1: f64,
     pub pool_size: usize,
     pub backfill_rounds: usize,
     pub deficits_per_round: Vec<usize>,
@@ -128,12 +130,21 @@ pub fn write(inp: &Inputs, work: &Path) -> Result<()> {
             .context("work/calibration.json")?;
     let sample: SampleArtifact = serde_json::from_slice(&std::fs::read(work.join("sample.json"))?)
         .context("work/sample.json")?;
+    let audit: AuditArtifact =
+        serde_json::from_slice(&std::fs::read(work.join("seed_audit.json"))?)
+            .context("work/seed_audit.json")?;
+    // The sample the bundle holds: after the audit's replacements when the audit ran.
+    let final_l1: BTreeMap<String, f64> = match &audit.report {
+        Some(r) => r.sample_l1_after_replacement.clone(),
+        None => sample.report.sample_l1.clone(),
+    };
+    let final_total: f64 = final_l1.values().sum();
     let by_id: HashMap<&str, usize> = pool
         .iter()
         .enumerate()
         .map(|(i, p)| (p.candidate_id.as_str(), i))
         .collect();
-    let sel: Vec<usize> = sample
+    let sel: Vec<usize> = audit
         .selected_candidate_ids
         .iter()
         .map(|id| {
@@ -179,7 +190,7 @@ pub fn write(inp: &Inputs, work: &Path) -> Result<()> {
             fields: m.fields.clone(),
             status: entry.status.clone(),
             pool_l1: cal.ipf.final_l1[&m.name],
-            sample_l1: sample.report.sample_l1[&m.name],
+            sample_l1: final_l1[&m.name],
             plain_draw_l1: sample.report.plain_draw_l1[&m.name],
             floor_l1: sample.report.floor_l1[&m.name],
             cells: m
@@ -197,6 +208,7 @@ pub fn write(inp: &Inputs, work: &Path) -> Result<()> {
     }
     let report = CalibrationReport {
         candidates: cal.candidates.clone(),
+        final_total_l1: final_total,
         pool_size: cal.pool_size,
         backfill_rounds: cal.backfill_rounds,
         deficits_per_round: cal.deficits_per_round.clone(),
@@ -213,6 +225,14 @@ pub fn write(inp: &Inputs, work: &Path) -> Result<()> {
     }
     files.insert("profiles.jsonl".into(), buf);
     files.insert("calibration.json".into(), to_json_pretty(&report)?);
+    if audit.enabled {
+        let mut buf = Vec::new();
+        for v in &audit.verdicts {
+            serde_json::to_writer(&mut buf, v)?;
+            buf.push(b'\n');
+        }
+        files.insert("seed_audit.jsonl".into(), buf);
+    }
     files.insert(
         "schemas/profile.schema.json".into(),
         to_json_pretty(&profile_schema(inp))?,
@@ -259,16 +279,20 @@ pub fn write(inp: &Inputs, work: &Path) -> Result<()> {
         "margins": inp.margins.manifest.margins.iter().map(|m| json!({
             "name": m.name, "file": format!("margins/{}", m.file), "fields": m.fields, "status": m.status,
         })).collect::<Vec<_>>(),
+        "seed_audit": audit.report,
+        "llm": audit.llm,
         "calibration": {
             "max_l1": cal.ipf.max_l1,
             "tolerance": cal.ipf.tolerance,
             "ipf_sweeps": cal.ipf.sweeps,
             "effective_sample_size": cal.ipf.effective_sample_size,
-            "sample_l1": sample.report.sample_l1,
+            "sample_l1": final_l1,
+            "sample_total_l1": final_total,
+            "sample_l1_before_audit": sample.report.sample_l1,
             "plain_draw_l1": sample.report.plain_draw_l1,
             "best_trial_l1": sample.report.best_trial_l1,
             "floor_l1": sample.report.floor_l1,
-            "sample_total_l1": sample.report.sample_total_l1,
+            "sample_total_l1_before_audit": sample.report.sample_total_l1,
             "plain_draw_total_l1": sample.report.plain_draw_total_l1,
             "floor_total_l1": sample.report.floor_total_l1,
         },

@@ -18,7 +18,26 @@ pub struct Config {
     pub ipf: Ipf,
     pub sampling: Sampling,
     #[serde(default)]
+    pub seed_audit: SeedAudit,
+    #[serde(default)]
     pub llm: Llm,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SeedAudit {
+    pub enabled: bool,
+    /// Audit-and-replace rounds before the build gives up.
+    pub max_rounds: usize,
+}
+
+impl Default for SeedAudit {
+    fn default() -> Self {
+        Self {
+            enabled: false,
+            max_rounds: 10,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -239,6 +258,9 @@ impl Config {
             bail!("date must be YYYY-MM-DD, got {d:?}");
         }
         let l = &self.llm;
+        if self.seed_audit.enabled && !l.stages.contains_key("seed_audit") {
+            bail!("seed_audit.enabled needs an [llm.stages.seed_audit] section");
+        }
         if l.concurrency == 0 || l.max_attempts == 0 || l.batch_attempts == 0 {
             bail!("llm.concurrency, llm.max_attempts and llm.batch_attempts must be positive");
         }

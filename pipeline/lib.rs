@@ -24,6 +24,7 @@ pub mod bundle;
 pub mod calibration;
 pub mod candidates;
 pub mod sampling;
+pub mod seed_audit;
 
 pub mod report;
 pub mod stages;

@@ -22,6 +22,9 @@ enum Command {
     Build {
         #[arg(long, default_value = "configs/reference.toml")]
         config: PathBuf,
+        /// Where LLM answers come from (default: the config's llm.mode).
+        #[arg(long, value_enum)]
+        llm: Option<privforge::config::LlmMode>,
     },
     /// Check a bundle: hashes, schemas, counts and recomputed calibration figures.
     Verify {
@@ -37,6 +40,16 @@ enum Command {
     Margins {
         #[command(subcommand)]
         command: MarginsCommand,
+    },
+    /// LLM endpoints and transcripts.
+    Llm {
+        #[command(subcommand)]
+        command: LlmCommand,
+    },
+    /// Transcripts of LLM answers.
+    Transcript {
+        #[command(subcommand)]
+        command: TranscriptCommand,
     },
     /// Benchmarks that print figures.
     Bench {
@@ -55,6 +68,27 @@ enum MarginsCommand {
         out: PathBuf,
         #[arg(long, default_value = "taxonomy")]
         taxonomy: PathBuf,
+    },
+}
+
+#[derive(Subcommand)]
+enum LlmCommand {
+    /// One small structured request per configured endpoint: model, latency, whether the
+    /// JSON Schema was honoured.
+    Check {
+        #[arg(long, default_value = "configs/reference.toml")]
+        config: PathBuf,
+    },
+}
+
+#[derive(Subcommand)]
+enum TranscriptCommand {
+    /// Write the answers the last build used, sorted by key, to --out (what `make record` commits).
+    Export {
+        #[arg(long, default_value = "configs/reference.toml")]
+        config: PathBuf,
+        #[arg(long)]
+        out: PathBuf,
     },
 }
 
@@ -81,8 +115,8 @@ enum BenchCommand {
 
 fn run(cli: Cli) -> Result<()> {
     match cli.command {
-        Command::Build { config } => {
-            let out = privforge::stages::build(&config)?;
+        Command::Build { config, llm } => {
+            let out = privforge::stages::build(&config, llm)?;
             println!("built {}", out.display());
         }
         Command::Verify {
@@ -109,6 +143,27 @@ fn run(cli: Cli) -> Result<()> {
                     exp.display()
                 );
             }
+        }
+        Command::Llm {
+            command: LlmCommand::Check { config },
+        } => {
+            let cfg = privforge::config::Config::load(&config)?;
+            let rows = privforge::llm::check::run(&cfg)?;
+            let mut failed = false;
+            for r in &rows {
+                println!("{r}");
+                failed |= !r.ok;
+            }
+            if failed {
+                anyhow::bail!("at least one endpoint failed the check");
+            }
+        }
+        Command::Transcript {
+            command: TranscriptCommand::Export { config, out },
+        } => {
+            let cfg = privforge::config::Config::load(&config)?;
+            let n = privforge::llm::export_used(&cfg.paths.work, &out)?;
+            println!("{}: {n} records", out.display());
         }
         Command::Margins {
             command:

@@ -168,7 +168,8 @@ table{{border-collapse:collapse;margin:1rem 0}}td,th{{border:1px solid #ccc;padd
         s,
         "<p>Seed {seed}, build date {date}. {np} profiles sampled from a calibrated pool of {pool} candidates ({bf} added by backfill in {br} rounds).</p>\
          <p>IPF: {sw} sweeps, max L1 of the weighted pool <b>{ml}</b> (tolerance {tol}); effective sample size {ess:.0}; max ideal inclusion probability {mip:.3}.</p>\
-         <p>Sample: total L1 over margins <b>{st}</b>; best of {tr} weighted draws {bt}; a plain single weighted draw {pt}; rounding floor {ft}.</p>",
+         <p>Sample: total L1 over margins <b>{fin}</b> (before the seed audit's replacements {st}); best of {tr} weighted draws {bt}; a plain single weighted draw {pt}; rounding floor {ft}.</p>",
+        fin = f(report.final_total_l1),
         seed = manifest["seed"],
         date = esc(manifest["build_date"].as_str().unwrap_or("")),
         np = manifest["counts"]["profiles"],

@@ -150,7 +150,16 @@ pub fn select(
     let (_, best_trial, best_sel) = best.expect("trials >= 1");
     let best_l1 = sample_l1(margins, &best_sel);
 
-    let (selected, accepted) = refine(margins, weights, best_sel, seed, swap_iterations)?;
+    let unlocked = vec![false; weights.len()];
+    let (selected, accepted) = refine(
+        margins,
+        weights,
+        best_sel,
+        &unlocked,
+        seed,
+        "refine",
+        swap_iterations,
+    )?;
     let final_l1 = sample_l1(margins, &selected);
     let floors: Vec<f64> = margins
         .iter()
@@ -179,7 +188,9 @@ fn refine(
     margins: &[EncodedMargin],
     weights: &[f64],
     mut sel: Vec<usize>,
+    locked: &[bool],
     seed: u64,
+    stream: &str,
     iterations: usize,
 ) -> Result<(Vec<usize>, usize)> {
     let n = sel.len();
@@ -225,7 +236,7 @@ fn refine(
         }
     }
     let mut cell_alias: HashMap<(usize, usize), WeightedAliasIndex<f64>> = HashMap::new();
-    let mut r = rng(seed, STAGE, "refine");
+    let mut r = rng(seed, STAGE, stream);
     let mut accepted = 0;
     for it in 0..iterations {
         // Even iterations: a random member out, a weight-proportional candidate in.
@@ -251,6 +262,9 @@ fn refine(
             let mut pos = None;
             for _ in 0..32 {
                 let p = r.random_range(0..n);
+                if locked[sel[p]] {
+                    continue;
+                }
                 let s = slot(&margins[mi], sel[p]);
                 if (c[s] as f64) - 0.5 > g[s] {
                     pos = Some(p);
@@ -261,7 +275,7 @@ fn refine(
             (pos, inn)
         };
         let out = sel[pos];
-        if in_sel[inn] {
+        if in_sel[inn] || locked[out] {
             continue;
         }
         let mut delta = 0.0;
@@ -290,6 +304,51 @@ fn refine(
     }
     sel.sort_unstable();
     Ok((sel, accepted))
+}
+
+/// Replaces dropped profiles: keeps `locked` (already accepted), fills the open places with
+/// a weighted draw that avoids `excluded`, then refines by swapping only the new members.
+#[allow(clippy::too_many_arguments)]
+pub fn refill(
+    margins: &[EncodedMargin],
+    weights: &[f64],
+    locked: &[usize],
+    excluded: &std::collections::HashSet<usize>,
+    n: usize,
+    seed: u64,
+    round: usize,
+    iterations: usize,
+) -> Result<Vec<usize>> {
+    let mut mask = vec![false; weights.len()];
+    for &i in locked {
+        mask[i] = true;
+    }
+    let open: Vec<f64> = weights
+        .iter()
+        .enumerate()
+        .map(|(i, &w)| {
+            if mask[i] || excluded.contains(&i) {
+                0.0
+            } else {
+                w
+            }
+        })
+        .collect();
+    let need = n.saturating_sub(locked.len());
+    let mut sel = locked.to_vec();
+    if need > 0 {
+        sel.extend(es_draw(&open, need, seed, &format!("refill/{round}"))?);
+    }
+    let (sel, _) = refine(
+        margins,
+        &open,
+        sel,
+        &mask,
+        seed,
+        &format!("refill-refine/{round}"),
+        iterations,
+    )?;
+    Ok(sel)
 }
 
 #[cfg(test)]

@@ -3,7 +3,7 @@
 
 use crate::calibration::{self, Deficit, IpfReport};
 use crate::candidates::{self, CandidateReport};
-use crate::config::Config;
+use crate::config::{Config, LlmMode};
 use crate::fsio::{to_json_pretty, write_atomic};
 use crate::margins::MarginSet;
 use crate::profile::Person;
@@ -253,15 +253,116 @@ pub fn run_sampling(inp: &Inputs, work: &Path) -> Result<()> {
     write_atomic(&work.join("sample.json"), &to_json_pretty(&art)?)
 }
 
+/// The selection the bundle is built from, after the seed audit (or the sampling stage's
+/// selection when the audit is off).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct AuditArtifact {
+    pub enabled: bool,
+    pub selected_candidate_ids: Vec<String>,
+    pub verdicts: Vec<crate::seed_audit::Verdict>,
+    pub report: Option<crate::seed_audit::AuditReport>,
+    pub llm: Option<crate::llm::LlmSummary>,
+}
+
+/// Stage 4.
+pub fn run_seed_audit(inp: &Inputs, work: &Path, mode: LlmMode) -> Result<()> {
+    let c = &inp.config;
+    let sample: SampleArtifact = read_json(&work.join("sample.json"))?;
+    if !c.seed_audit.enabled {
+        let art = AuditArtifact {
+            enabled: false,
+            selected_candidate_ids: sample.selected_candidate_ids,
+            verdicts: vec![],
+            report: None,
+            llm: None,
+        };
+        return write_atomic(&work.join("seed_audit.json"), &to_json_pretty(&art)?);
+    }
+    let pool = read_pool(work)?;
+    let cal: CalibrationArtifact = read_json(&work.join("calibration.json"))?;
+    let by_id: std::collections::HashMap<&str, usize> = pool
+        .iter()
+        .enumerate()
+        .map(|(i, p)| (p.candidate_id.as_str(), i))
+        .collect();
+    let selected: Vec<usize> = sample
+        .selected_candidate_ids
+        .iter()
+        .map(|id| {
+            by_id
+                .get(id.as_str())
+                .copied()
+                .ok_or_else(|| anyhow!("sample names unknown candidate {id}"))
+        })
+        .collect::<Result<_>>()?;
+    let settings = &c.llm.stages["seed_audit"];
+    let template = crate::llm::prompts::Template::load(&c.llm.prompts, &settings.template)?;
+    let enc = calibration::encode(&inp.margins, &pool);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    let client = crate::llm::connect(c, mode, work)?;
+    let pb = ProgressBar::new_spinner();
+    pb.set_message(format!("seed audit ({})", client.provider_name()));
+    let outcome = rt.block_on(crate::seed_audit::run(
+        &client,
+        crate::seed_audit::AuditInput {
+            tax: &inp.taxonomy,
+            pool: &pool,
+            margins: &enc,
+            weights: &cal.weights,
+            selected,
+            n: c.population.profiles,
+            seed: c.seed,
+            swap_iterations: c.sampling.swap_iterations,
+            max_rounds: c.seed_audit.max_rounds,
+            settings,
+            template: &template,
+        },
+    ));
+    client.sync()?;
+    pb.finish_and_clear();
+    crate::llm::write_run_stats(&client, work)?;
+    let outcome = outcome?;
+    write_atomic(
+        &work.join(format!("llm-used-{}.jsonl", crate::seed_audit::STAGE)),
+        &crate::llm::transcript::canonical_bytes(&client.used_records())?,
+    )?;
+    let report = &outcome.report;
+    eprintln!(
+        "seed audit: {} audited in {} rounds, {} rejected by rules, {} by the LLM; total L1 after replacement {:.4}",
+        report.audited,
+        report.rounds,
+        report.rule_rejections.values().sum::<usize>(),
+        report.llm_rejections.values().sum::<usize>(),
+        report.sample_total_l1_after_replacement
+    );
+    let art = AuditArtifact {
+        enabled: true,
+        selected_candidate_ids: outcome
+            .selected
+            .iter()
+            .map(|&i| pool[i].candidate_id.clone())
+            .collect(),
+        verdicts: outcome.verdicts,
+        report: Some(outcome.report),
+        llm: Some(crate::llm::summary(&client, &[&template])?),
+    };
+    write_atomic(&work.join("seed_audit.json"), &to_json_pretty(&art)?)
+}
+
 /// A whole build: inputs are validated before anything is written; the bundle appears only
-/// if every stage succeeded.
-pub fn build(config_path: &Path) -> Result<PathBuf> {
+/// if every stage succeeded. `mode` overrides the config's `llm.mode`.
+pub fn build(config_path: &Path, mode: Option<LlmMode>) -> Result<PathBuf> {
     let inp = Inputs::load(config_path)?;
+    let mode = mode.unwrap_or(inp.config.llm.mode);
     let work = inp.config.paths.work.clone();
     std::fs::create_dir_all(&work).with_context(|| format!("cannot create {}", work.display()))?;
     run_candidates(&inp, &work)?;
     run_calibration(&inp, &work)?;
     run_sampling(&inp, &work)?;
+    run_seed_audit(&inp, &work, mode)?;
     crate::bundle::write(&inp, &work)?;
     Ok(inp.config.paths.output.clone())
 }

@@ -3,8 +3,10 @@
 //! templates with output schemas, a content-addressed transcript that doubles as the resume
 //! cache, rate limits, retries and batch splitting.
 
+pub mod check;
 pub mod client;
 pub mod embedded;
+pub mod embedded_provider;
 pub mod limits;
 pub mod openai;
 pub mod prompts;
@@ -147,4 +149,209 @@ pub fn schema_instruction(schema: &Value) -> String {
         "Reply with one JSON object only, no prose and no code fences. It must validate against this JSON Schema:\n{}",
         serde_json::to_string(schema).unwrap_or_default()
     )
+}
+
+/// What the manifest says about the LLM work behind a bundle. It depends only on the
+/// answers used, so fresh, resumed and replayed builds of the same inputs agree.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct LlmSummary {
+    /// sha256 of the used transcript records in canonical (key-sorted) form.
+    pub transcript_sha256: String,
+    pub responses: usize,
+    pub prompts: std::collections::BTreeMap<String, PromptInfo>,
+    pub stages: std::collections::BTreeMap<String, client::StageAccounting>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PromptInfo {
+    pub version: String,
+    pub sha256: std::collections::BTreeMap<String, String>,
+}
+
+pub fn summary(
+    c: &client::LlmClient,
+    templates: &[&prompts::Template],
+) -> anyhow::Result<LlmSummary> {
+    let records = c.used_records();
+    let mut prompts_info = std::collections::BTreeMap::new();
+    for t in templates {
+        let mut files = std::collections::BTreeMap::new();
+        for f in &t.files {
+            let name = f
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            files.insert(name, crate::fsio::sha256_file(f)?);
+        }
+        prompts_info.insert(
+            t.id.clone(),
+            PromptInfo {
+                version: t.version.clone(),
+                sha256: files,
+            },
+        );
+    }
+    Ok(LlmSummary {
+        transcript_sha256: crate::fsio::sha256_hex(&transcript::canonical_bytes(&records)?),
+        responses: records.len(),
+        prompts: prompts_info,
+        stages: c.accounting(),
+    })
+}
+
+/// Where live and embedded runs keep their transcript (the resume cache).
+pub fn work_transcript(work: &std::path::Path) -> std::path::PathBuf {
+    work.join("llm-transcript.jsonl")
+}
+
+/// The client for a build in the given mode.
+pub fn connect(
+    cfg: &crate::config::Config,
+    mode: crate::config::LlmMode,
+    work: &std::path::Path,
+) -> anyhow::Result<client::LlmClient> {
+    use crate::config::LlmMode;
+    use std::sync::Arc;
+    let l = &cfg.llm;
+    let (provider, store, replay): (Arc<dyn Provider>, transcript::Transcript, bool) = match mode {
+        LlmMode::Replay => {
+            if !l.transcript.exists() {
+                anyhow::bail!(
+                    "replay needs the transcript {}; record it with `make record` (embedded model) or run with --llm live",
+                    l.transcript.display()
+                );
+            }
+            (
+                Arc::new(replay::ReplayProvider {
+                    transcript: l.transcript.display().to_string(),
+                }),
+                transcript::Transcript::read_only(&l.transcript)?,
+                true,
+            )
+        }
+        LlmMode::Live => (
+            Arc::new(openai::OpenAiProvider::new(
+                &l.endpoints,
+                Duration::from_secs_f64(l.timeout_seconds),
+            )?),
+            transcript::Transcript::append(&work_transcript(work))?,
+            false,
+        ),
+        LlmMode::Embedded => (
+            Arc::new(embedded_provider::EmbeddedProvider::load(&l.embedded)?),
+            transcript::Transcript::append(&work_transcript(work))?,
+            false,
+        ),
+    };
+    Ok(client::LlmClient::new(
+        provider,
+        Arc::new(store),
+        l,
+        cfg.seed,
+        replay,
+    ))
+}
+
+/// Merges the records every LLM stage of the last build used (`llm-used-*.jsonl` in the
+/// work directory) into one canonical transcript: what `make record` commits.
+pub fn export_used(work: &std::path::Path, out: &std::path::Path) -> anyhow::Result<usize> {
+    let mut records: std::collections::BTreeMap<String, transcript::Record> =
+        std::collections::BTreeMap::new();
+    let mut files: Vec<std::path::PathBuf> = std::fs::read_dir(work)?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("llm-used-"))
+        })
+        .collect();
+    files.sort();
+    if files.is_empty() {
+        anyhow::bail!(
+            "{}: no llm-used-*.jsonl; run a build with --llm embedded or live first",
+            work.display()
+        );
+    }
+    for f in files {
+        let t = transcript::Transcript::read_only(&f)?;
+        for r in t.subset(t.keys().iter()) {
+            records.insert(r.key.clone(), r);
+        }
+    }
+    let all: Vec<transcript::Record> = records.into_values().collect();
+    crate::fsio::write_atomic(out, &transcript::canonical_bytes(&all)?)?;
+    Ok(all.len())
+}
+
+/// Per-run figures (cache hits, requests sent, retries): printed and kept in the work
+/// directory, not in the bundle, because they depend on what an earlier run had stored.
+pub fn write_run_stats(c: &client::LlmClient, work: &std::path::Path) -> anyhow::Result<()> {
+    let stats = c.run_stats();
+    for (stage, s) in &stats {
+        eprintln!(
+            "llm {stage} ({}): {} sent, {} cache hits, {} stored, {} transport retries, {} rejected outputs, {} splits, {} prompt + {} completion tokens",
+            c.provider_name(),
+            s.sent,
+            s.cache_hits,
+            s.stored,
+            s.transport_retries,
+            s.rejected_outputs,
+            s.splits,
+            s.prompt_tokens,
+            s.completion_tokens
+        );
+    }
+    crate::fsio::write_atomic(
+        &work.join("llm-run.json"),
+        &crate::fsio::to_json_pretty(&stats)?,
+    )
+}
+
+/// Narrows a batch schema `{"results": [item, ...]}` to exactly `ids`, in order: the array
+/// gets one positional item per id with that id as a constant. Constrained decoders then
+/// cannot drop, repeat or invent ids, and endpoints that honour schemas need no retry.
+pub fn pin_batch_ids(schema: &Value, ids: &[String]) -> Value {
+    let mut s = schema.clone();
+    let item = s
+        .pointer("/properties/results/items")
+        .cloned()
+        .unwrap_or(Value::Bool(true));
+    let prefix: Vec<Value> = ids
+        .iter()
+        .map(|id| {
+            let mut it = item.clone();
+            if let Some(props) = it.get_mut("properties").and_then(|p| p.as_object_mut()) {
+                props.insert("id".into(), serde_json::json!({"const": id}));
+            }
+            it
+        })
+        .collect();
+    if let Some(results) = s.pointer_mut("/properties/results") {
+        *results = serde_json::json!({
+            "type": "array",
+            "minItems": ids.len(),
+            "maxItems": ids.len(),
+            "prefixItems": prefix,
+            "items": false
+        });
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pinned_schema_accepts_only_the_batch_ids_in_order() {
+        let schema = serde_json::json!({"type": "object", "properties": {"results": {"type": "array", "items": {
+            "type": "object", "required": ["id"], "properties": {"id": {"type": "string"}}}}}});
+        let pinned = pin_batch_ids(&schema, &["a".into(), "b".into()]);
+        let v = jsonschema::validator_for(&pinned).unwrap();
+        assert!(v.is_valid(&serde_json::json!({"results": [{"id": "a"}, {"id": "b"}]})));
+        assert!(!v.is_valid(&serde_json::json!({"results": [{"id": "b"}, {"id": "a"}]})));
+        assert!(!v.is_valid(&serde_json::json!({"results": [{"id": "a"}]})));
+        assert!(
+            !v.is_valid(&serde_json::json!({"results": [{"id": "a"}, {"id": "b"}, {"id": "a"}]}))
+        );
+    }
 }

@@ -149,6 +149,10 @@ impl Transcript {
         self.records.lock().unwrap().get(key).cloned()
     }
 
+    pub fn keys(&self) -> Vec<String> {
+        self.records.lock().unwrap().keys().cloned().collect()
+    }
+
     pub fn len(&self) -> usize {
         self.records.lock().unwrap().len()
     }

@@ -47,17 +47,18 @@ pub type Responder = Arc<dyn Fn(&str) -> Value + Send + Sync>;
 
 pub struct Double {
     pub addr: SocketAddr,
+    delay_ms: Arc<AtomicU64>,
     script: Arc<Mutex<VecDeque<Fault>>>,
     log: Arc<Mutex<Vec<Logged>>>,
     connections: Arc<AtomicU64>,
     task: tokio::task::JoinHandle<()>,
 }
 
-/// The default answer for an id: accept ids whose digits sum to an even number.
+/// The default answer for an id: reject ids whose digit sum is a multiple of 4.
 pub fn verdict_for(id: &str) -> Value {
     let sum: u32 = id.chars().filter_map(|c| c.to_digit(10)).sum();
-    let accept = sum % 2 == 0;
-    json!({"id": id, "decision": if accept { "accept" } else { "reject" }, "reason_code": if accept { "none" } else { "implausible_combination" }})
+    let accept = sum % 4 != 0;
+    json!({"id": id, "decision": if accept { "accept" } else { "reject" }, "reason_code": if accept { "none" } else { "other_contradiction" }})
 }
 
 fn completion(content: &str, finish: &str) -> Value {
@@ -83,21 +84,28 @@ impl Double {
         let script = Arc::new(Mutex::new(VecDeque::from(faults)));
         let log = Arc::new(Mutex::new(Vec::new()));
         let connections = Arc::new(AtomicU64::new(0));
-        let (s, l, c) = (script.clone(), log.clone(), connections.clone());
+        let delay_ms = Arc::new(AtomicU64::new(0));
+        let (s, l, c, dl) = (
+            script.clone(),
+            log.clone(),
+            connections.clone(),
+            delay_ms.clone(),
+        );
         let task = tokio::spawn(async move {
             loop {
                 let Ok((stream, _)) = listener.accept().await else {
                     break;
                 };
                 c.fetch_add(1, Ordering::Relaxed);
-                let (s, l, r) = (s.clone(), l.clone(), respond.clone());
+                let (s, l, r, dl) = (s.clone(), l.clone(), respond.clone(), dl.clone());
                 tokio::spawn(async move {
-                    let _ = serve(stream, s, l, r).await;
+                    let _ = serve(stream, s, l, r, dl).await;
                 });
             }
         });
         Double {
             addr,
+            delay_ms,
             script,
             log,
             connections,
@@ -115,6 +123,11 @@ impl Double {
 
     pub fn connections(&self) -> u64 {
         self.connections.load(Ordering::Relaxed)
+    }
+
+    /// Every answer is held back this long (to give a test time to interrupt a run).
+    pub fn set_delay(&self, d: Duration) {
+        self.delay_ms.store(d.as_millis() as u64, Ordering::Relaxed);
     }
 
     pub fn faults_left(&self) -> usize {
@@ -194,10 +207,15 @@ async fn serve(
     script: Arc<Mutex<VecDeque<Fault>>>,
     log: Arc<Mutex<Vec<Logged>>>,
     respond: Responder,
+    delay_ms: Arc<AtomicU64>,
 ) -> std::io::Result<()> {
     stream.set_nodelay(true)?;
     let mut buf = Vec::new();
     while let Some((headers, body)) = read_request(&mut stream, &mut buf).await {
+        let delay = delay_ms.load(Ordering::Relaxed);
+        if delay > 0 {
+            tokio::time::sleep(Duration::from_millis(delay)).await;
+        }
         let req: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
         let prompt = req["messages"]
             .as_array()

@@ -1,0 +1,295 @@
+//! Whole builds with an LLM stage against the loopback double: interruption and resume,
+//! replay without network, transcript misses, and keys that never leak.
+
+mod support;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+use support::double::Double;
+
+const KEY_VAR: &str = "PRIVFORGE_TEST_PLANTED_KEY";
+const KEY: &str = "sk-planted-0123456789abcdef-do-not-leak";
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The reference config with everything pointing into `dir` and the live endpoint at `base_url`.
+fn config(dir: &Path, base_url: &str) -> PathBuf {
+    let text = fs::read_to_string(repo().join("configs/reference.toml")).unwrap();
+    let mut out = Vec::new();
+    let mut in_endpoint = false;
+    for line in text.lines() {
+        if line.starts_with('[') {
+            in_endpoint = line.starts_with("[[llm.endpoints]]");
+        }
+        let r = |k: &str, v: String| {
+            if line.starts_with(k) {
+                Some(format!("{k} {v:?}"))
+            } else {
+                None
+            }
+        };
+        let l = r("taxonomy =", repo().join("taxonomy").display().to_string())
+            .or_else(|| {
+                r(
+                    "margins =",
+                    repo().join("population-margins").display().to_string(),
+                )
+            })
+            .or_else(|| r("output =", dir.join("bundle").display().to_string()))
+            .or_else(|| r("work =", dir.join("work").display().to_string()))
+            .or_else(|| r("prompts =", repo().join("prompts").display().to_string()))
+            .or_else(|| {
+                r(
+                    "transcript =",
+                    dir.join("transcript.jsonl").display().to_string(),
+                )
+            })
+            .or_else(|| {
+                if in_endpoint {
+                    r("base_url =", base_url.to_string())
+                } else {
+                    None
+                }
+            })
+            .or_else(|| {
+                if in_endpoint {
+                    r("api_key_env =", KEY_VAR.to_string())
+                } else {
+                    None
+                }
+            })
+            .or_else(|| {
+                if line.starts_with("max_rounds =") {
+                    Some("max_rounds = 40".into())
+                } else {
+                    None
+                }
+            })
+            .or_else(|| {
+                if line.starts_with("backoff_base_ms =") {
+                    Some("backoff_base_ms = 5".into())
+                } else {
+                    None
+                }
+            })
+            .or_else(|| {
+                if line.starts_with("requests_per_minute =") {
+                    Some("requests_per_minute = 60000".into())
+                } else {
+                    None
+                }
+            })
+            .unwrap_or_else(|| line.to_string());
+        out.push(l);
+    }
+    let p = dir.join("config.toml");
+    fs::write(&p, out.join("\n") + "\n").unwrap();
+    p
+}
+
+fn build_cmd(cfg: &Path, mode: &str) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_privforge"));
+    c.args(["build", "--config"])
+        .arg(cfg)
+        .args(["--llm", mode])
+        .env(KEY_VAR, KEY);
+    c
+}
+
+fn run(cfg: &Path, mode: &str) -> (bool, String) {
+    let o = build_cmd(cfg, mode).output().unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    (o.status.success(), text)
+}
+
+/// (path, sha256) of every file below `dir`.
+fn files(dir: &Path) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    fn walk(root: &Path, d: &Path, out: &mut Vec<(String, String)>) {
+        for e in fs::read_dir(d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                walk(root, &p, out);
+            } else {
+                let h = privforge::fsio::sha256_hex(&fs::read(&p).unwrap());
+                out.push((p.strip_prefix(root).unwrap().display().to_string(), h));
+            }
+        }
+    }
+    walk(dir, dir, &mut out);
+    out.sort();
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killed_live_build_resumes_to_the_identical_bundle_and_replay_reproduces_it_offline() {
+    let d = Double::start(vec![]).await;
+    let tmp = tempfile::tempdir().unwrap();
+    let cfg = config(tmp.path(), &d.base_url());
+
+    // Uninterrupted live run.
+    let (ok, log) = tokio::task::spawn_blocking({
+        let cfg = cfg.clone();
+        move || run(&cfg, "live")
+    })
+    .await
+    .unwrap();
+    assert!(ok, "{log}");
+    assert!(!log.contains(KEY), "the key reached the build's output");
+    let reference = files(&tmp.path().join("bundle"));
+    assert!(d
+        .log()
+        .iter()
+        .all(|e| e.authorization.as_deref() == Some(&format!("Bearer {KEY}"))));
+    fs::remove_dir_all(tmp.path().join("bundle")).unwrap();
+    fs::remove_dir_all(tmp.path().join("work")).unwrap();
+
+    // The same build, SIGKILLed in the middle of the seed audit, then restarted.
+    let d2 = &d;
+    let start = d2.log().len();
+    d2.set_delay(Duration::from_millis(120));
+    let mut child = build_cmd(&cfg, "live")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let t0 = Instant::now();
+    while d2.log().len() < start + 12 {
+        assert!(
+            t0.elapsed() < Duration::from_secs(120),
+            "the LLM stage never started"
+        );
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the build ended before it could be interrupted"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    assert!(
+        !tmp.path().join("bundle").exists(),
+        "a killed build left a bundle"
+    );
+    let stored = privforge::llm::transcript::Transcript::read_only(
+        &tmp.path().join("work/llm-transcript.jsonl"),
+    )
+    .unwrap();
+    let stored_prompts: Vec<String> = stored
+        .subset(stored.keys().iter())
+        .into_iter()
+        .filter_map(|r| {
+            r.messages
+                .iter()
+                .rev()
+                .find(|m| m.role == "user")
+                .map(|m| m.content.clone())
+        })
+        .collect();
+    assert!(
+        !stored_prompts.is_empty(),
+        "nothing was stored before the kill"
+    );
+    let before = d2.log().len();
+    d2.set_delay(Duration::ZERO);
+    let (ok, log) = tokio::task::spawn_blocking({
+        let cfg = cfg.clone();
+        move || run(&cfg, "live")
+    })
+    .await
+    .unwrap();
+    assert!(ok, "{log}");
+    let after: Vec<_> = d2.log()[before..].to_vec();
+    for e in &after {
+        assert!(
+            !stored_prompts.contains(&e.prompt),
+            "a stored request was sent again after the restart"
+        );
+    }
+    assert_eq!(
+        files(&tmp.path().join("bundle")),
+        reference,
+        "the resumed bundle differs from the uninterrupted one"
+    );
+
+    // Nothing the live runs wrote holds the key.
+    for (name, _) in files(tmp.path()) {
+        let bytes = fs::read(tmp.path().join(&name)).unwrap();
+        assert!(
+            !String::from_utf8_lossy(&bytes).contains(KEY),
+            "{name} contains the API key"
+        );
+    }
+
+    // Export the transcript and replay: same bundle, no connection to any endpoint.
+    let o = Command::new(env!("CARGO_BIN_EXE_privforge"))
+        .args(["transcript", "export", "--config"])
+        .arg(&cfg)
+        .arg("--out")
+        .arg(tmp.path().join("transcript.jsonl"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    fs::remove_dir_all(tmp.path().join("bundle")).unwrap();
+    fs::remove_dir_all(tmp.path().join("work")).unwrap();
+    let d3 = &d;
+    let before_replay = d3.connections();
+    let (ok, log) = tokio::task::spawn_blocking({
+        let cfg = cfg.clone();
+        move || run(&cfg, "replay")
+    })
+    .await
+    .unwrap();
+    assert!(ok, "{log}");
+    assert_eq!(
+        d3.connections(),
+        before_replay,
+        "replay connected to the endpoint"
+    );
+    assert_eq!(
+        files(&tmp.path().join("bundle")),
+        reference,
+        "the replayed bundle differs"
+    );
+
+    // The planted key is nowhere on disk.
+    for (name, _) in files(tmp.path()) {
+        let bytes = fs::read(tmp.path().join(&name)).unwrap();
+        assert!(
+            !String::from_utf8_lossy(&bytes).contains(KEY),
+            "{name} contains the API key"
+        );
+    }
+
+    // A transcript missing one answer: replay stops, naming the stage and the key.
+    let t = fs::read_to_string(tmp.path().join("transcript.jsonl")).unwrap();
+    let mut lines: Vec<&str> = t.lines().collect();
+    let dropped: serde_json::Value = serde_json::from_str(lines.remove(lines.len() / 2)).unwrap();
+    fs::write(tmp.path().join("transcript.jsonl"), lines.join("\n") + "\n").unwrap();
+    fs::remove_dir_all(tmp.path().join("bundle")).unwrap();
+    let (ok, log) = tokio::task::spawn_blocking({
+        let cfg = cfg.clone();
+        move || run(&cfg, "replay")
+    })
+    .await
+    .unwrap();
+    assert!(!ok);
+    assert!(
+        log.contains("transcript miss") && log.contains("seed_audit"),
+        "{log}"
+    );
+    assert!(
+        log.contains(dropped["key"].as_str().unwrap()) || log.contains("no usable answer"),
+        "{log}"
+    );
+    assert!(!tmp.path().join("bundle").exists());
+    assert_eq!(d3.connections(), before_replay);
+}
