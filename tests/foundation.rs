@@ -405,6 +405,7 @@ fn capacity_shortfall_fails_naming_cells_and_backfill_fills_them() {
     let small = [
         ("candidates =", "candidates = 5000"),
         ("backfill_rounds =", "backfill_rounds = 0"),
+        ("enabled =", "enabled = false"),
     ];
     let cfg = config_with(
         tmp.path(),
@@ -429,6 +430,7 @@ fn capacity_shortfall_fails_naming_cells_and_backfill_fills_them() {
         ("candidates =", "candidates = 5000"),
         ("backfill_rounds =", "backfill_rounds = 3"),
         ("tolerance =", "tolerance = 0.1"),
+        ("enabled =", "enabled = false"),
     ];
     let cfg = config_with(
         tmp.path(),

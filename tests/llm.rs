@@ -288,3 +288,49 @@ async fn stage_checks_reject_answers_and_are_retried() {
     assert_eq!(d.log().len(), 2);
     assert_eq!(c.accounting()["test_audit"].failures, 1);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_embedded_model_answers_a_pinned_batch_schema_with_valid_json() {
+    let Ok(path) = std::env::var("PRIVFORGE_MODEL") else {
+        // `make test` always sets it (after `make model`); a bare `cargo test` may not.
+        eprintln!("skipped: PRIVFORGE_MODEL not set");
+        return;
+    };
+    let emb = privforge::config::Embedded {
+        model_id: "smollm2".into(),
+        path: path.into(),
+        threads: 2,
+        context: 2048,
+    };
+    let provider = privforge::llm::embedded_provider::EmbeddedProvider::load(&emb).unwrap();
+    let cfg = Llm {
+        concurrency: 1,
+        ..Llm::default()
+    };
+    let client = LlmClient::new(
+        Arc::new(provider),
+        Arc::new(Transcript::memory()),
+        &cfg,
+        3,
+        false,
+    );
+    let make_embedded = |ids: &[String]| -> anyhow::Result<LlmRequest> {
+        let mut r = make(ids)?;
+        r.model = "smollm2".into();
+        r.schema = privforge::llm::pin_batch_ids(&schema(), ids);
+        Ok(r)
+    };
+    let check = no_check();
+    let ids = ids(3);
+    let got = client
+        .batches(&ids, 3, &make_embedded, &check)
+        .await
+        .unwrap();
+    let validator = jsonschema::validator_for(&schema()).unwrap();
+    assert!(validator.is_valid(&json!({ "results": got.clone() })));
+    let got_ids: Vec<&str> = got.iter().map(|r| r["id"].as_str().unwrap()).collect();
+    assert_eq!(got_ids, ids.iter().map(|s| s.as_str()).collect::<Vec<_>>());
+    let acc = client.accounting();
+    assert_eq!(acc["test_audit"].requests, 1);
+    assert!(acc["test_audit"].completion_tokens > 0);
+}

@@ -293,3 +293,43 @@ async fn killed_live_build_resumes_to_the_identical_bundle_and_replay_reproduces
     assert!(!tmp.path().join("bundle").exists());
     assert_eq!(d3.connections(), before_replay);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn llm_check_reports_model_latency_and_structured_output() {
+    let d = Double::start_with(
+        vec![],
+        std::sync::Arc::new(|_| serde_json::json!({"capital": "Paris"})),
+    )
+    .await;
+    let tmp = tempfile::tempdir().unwrap();
+    let cfg = config(tmp.path(), &d.base_url());
+    let run_check = |cfg: PathBuf| {
+        let o = Command::new(env!("CARGO_BIN_EXE_privforge"))
+            .args(["llm", "check", "--config"])
+            .arg(&cfg)
+            .env(KEY_VAR, KEY)
+            .output()
+            .unwrap();
+        (
+            o.status.success(),
+            String::from_utf8_lossy(&o.stdout).into_owned(),
+        )
+    };
+    let (ok, out) = tokio::task::spawn_blocking({
+        let cfg = cfg.clone();
+        move || run_check(cfg)
+    })
+    .await
+    .unwrap();
+    assert!(ok, "{out}");
+    assert!(
+        out.contains("json_schema accepted") && out.contains("smollm2-135m-instruct-q4_1"),
+        "{out}"
+    );
+    d.push_faults(vec![support::double::Fault::RefuseJsonSchema]);
+    let (ok, out) = tokio::task::spawn_blocking(move || run_check(cfg))
+        .await
+        .unwrap();
+    assert!(ok, "{out}");
+    assert!(out.contains("refused (JSON mode)"), "{out}");
+}

@@ -306,9 +306,25 @@ pub fn write_run_stats(c: &client::LlmClient, work: &std::path::Path) -> anyhow:
     )
 }
 
+/// Sets `properties.id` to a constant in an item schema and in each of its alternatives.
+fn pin_id(item: &mut Value, id: &str) {
+    if let Some(props) = item.get_mut("properties").and_then(|p| p.as_object_mut()) {
+        props.insert("id".into(), serde_json::json!({"const": id}));
+    }
+    for k in ["anyOf", "oneOf"] {
+        if let Some(alts) = item.get_mut(k).and_then(|a| a.as_array_mut()) {
+            for a in alts {
+                pin_id(a, id);
+            }
+        }
+    }
+}
+
 /// Narrows a batch schema `{"results": [item, ...]}` to exactly `ids`, in order: the array
 /// gets one positional item per id with that id as a constant. Constrained decoders then
 /// cannot drop, repeat or invent ids, and endpoints that honour schemas need no retry.
+/// (`items: false` would say the same but llama.cpp's grammar converter rejects it; the
+/// min/max item counts close the array instead.)
 pub fn pin_batch_ids(schema: &Value, ids: &[String]) -> Value {
     let mut s = schema.clone();
     let item = s
@@ -319,9 +335,7 @@ pub fn pin_batch_ids(schema: &Value, ids: &[String]) -> Value {
         .iter()
         .map(|id| {
             let mut it = item.clone();
-            if let Some(props) = it.get_mut("properties").and_then(|p| p.as_object_mut()) {
-                props.insert("id".into(), serde_json::json!({"const": id}));
-            }
+            pin_id(&mut it, id);
             it
         })
         .collect();
@@ -330,8 +344,7 @@ pub fn pin_batch_ids(schema: &Value, ids: &[String]) -> Value {
             "type": "array",
             "minItems": ids.len(),
             "maxItems": ids.len(),
-            "prefixItems": prefix,
-            "items": false
+            "prefixItems": prefix
         });
     }
     s
