@@ -7,11 +7,13 @@ use crate::fsio::{sha256_hex, to_json_pretty, StagingDir};
 use crate::margins::Status;
 use crate::profile::{Person, Profile};
 use crate::sampling::SamplingReport;
-use crate::stages::{read_pool, AuditArtifact, CalibrationArtifact, Inputs, SampleArtifact};
-use anyhow::{anyhow, Context, Result};
+use crate::stages::{
+    read_pool, resolve_ids, AuditArtifact, CalibrationArtifact, Inputs, SampleArtifact,
+};
+use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::path::Path;
 
 pub const FORMAT: &str = "privforge-bundle/0";
@@ -139,21 +141,7 @@ pub fn write(inp: &Inputs, work: &Path) -> Result<()> {
         None => sample.report.sample_l1.clone(),
     };
     let final_total: f64 = final_l1.values().sum();
-    let by_id: HashMap<&str, usize> = pool
-        .iter()
-        .enumerate()
-        .map(|(i, p)| (p.candidate_id.as_str(), i))
-        .collect();
-    let sel: Vec<usize> = audit
-        .selected_candidate_ids
-        .iter()
-        .map(|id| {
-            by_id
-                .get(id.as_str())
-                .copied()
-                .ok_or_else(|| anyhow!("sample names unknown candidate {id}"))
-        })
-        .collect::<Result<_>>()?;
+    let sel = resolve_ids(&pool, &audit.selected_candidate_ids)?;
 
     let width = cfg.population.profiles.to_string().len().max(4);
     let profiles: Vec<Profile> = sel

@@ -88,6 +88,23 @@ pub fn read_jsonl<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<Vec<T>> {
     Ok(out)
 }
 
+/// Pool indices of candidate ids named by an artifact.
+pub fn resolve_ids(pool: &[Person], ids: &[String]) -> Result<Vec<usize>> {
+    let by_id: std::collections::HashMap<&str, usize> = pool
+        .iter()
+        .enumerate()
+        .map(|(i, p)| (p.candidate_id.as_str(), i))
+        .collect();
+    ids.iter()
+        .map(|id| {
+            by_id
+                .get(id.as_str())
+                .copied()
+                .ok_or_else(|| anyhow!("work artifact names unknown candidate {id}"))
+        })
+        .collect()
+}
+
 /// The calibrated pool: the base candidates followed by the backfilled ones.
 pub fn read_pool(work: &Path) -> Result<Vec<Person>> {
     let mut pool: Vec<Person> = read_jsonl(&work.join("candidates.jsonl"))?;
@@ -280,21 +297,7 @@ pub fn run_seed_audit(inp: &Inputs, work: &Path, mode: LlmMode) -> Result<()> {
     }
     let pool = read_pool(work)?;
     let cal: CalibrationArtifact = read_json(&work.join("calibration.json"))?;
-    let by_id: std::collections::HashMap<&str, usize> = pool
-        .iter()
-        .enumerate()
-        .map(|(i, p)| (p.candidate_id.as_str(), i))
-        .collect();
-    let selected: Vec<usize> = sample
-        .selected_candidate_ids
-        .iter()
-        .map(|id| {
-            by_id
-                .get(id.as_str())
-                .copied()
-                .ok_or_else(|| anyhow!("sample names unknown candidate {id}"))
-        })
-        .collect::<Result<_>>()?;
+    let selected = resolve_ids(&pool, &sample.selected_candidate_ids)?;
     let settings = &c.llm.stages["seed_audit"];
     let template = crate::llm::prompts::Template::load(&c.llm.prompts, &settings.template)?;
     let enc = calibration::encode(&inp.margins, &pool);

@@ -129,6 +129,17 @@ fn files(dir: &Path) -> Vec<(String, String)> {
     out
 }
 
+/// No file below `dir` contains the planted key.
+fn assert_no_key(dir: &Path) {
+    for (name, _) in files(dir) {
+        let bytes = fs::read(dir.join(&name)).unwrap();
+        assert!(
+            !String::from_utf8_lossy(&bytes).contains(KEY),
+            "{name} contains the API key"
+        );
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn killed_live_build_resumes_to_the_identical_bundle_and_replay_reproduces_it_offline() {
     let d = Double::start(vec![]).await;
@@ -221,13 +232,7 @@ async fn killed_live_build_resumes_to_the_identical_bundle_and_replay_reproduces
     );
 
     // Nothing the live runs wrote holds the key.
-    for (name, _) in files(tmp.path()) {
-        let bytes = fs::read(tmp.path().join(&name)).unwrap();
-        assert!(
-            !String::from_utf8_lossy(&bytes).contains(KEY),
-            "{name} contains the API key"
-        );
-    }
+    assert_no_key(tmp.path());
 
     // Export the transcript and replay: same bundle, no connection to any endpoint.
     let o = Command::new(env!("CARGO_BIN_EXE_privforge"))
@@ -261,13 +266,7 @@ async fn killed_live_build_resumes_to_the_identical_bundle_and_replay_reproduces
     );
 
     // The planted key is nowhere on disk.
-    for (name, _) in files(tmp.path()) {
-        let bytes = fs::read(tmp.path().join(&name)).unwrap();
-        assert!(
-            !String::from_utf8_lossy(&bytes).contains(KEY),
-            "{name} contains the API key"
-        );
-    }
+    assert_no_key(tmp.path());
 
     // A transcript missing one answer: replay stops, naming the stage and the key.
     let t = fs::read_to_string(tmp.path().join("transcript.jsonl")).unwrap();
