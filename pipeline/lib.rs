@@ -33,3 +33,4 @@ pub mod verify;
 pub mod bench;
 pub mod llm;
 pub mod profile;
+pub mod identity;

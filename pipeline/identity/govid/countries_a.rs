@@ -1,0 +1,7 @@
+//! Identifier schemes, group A.
+
+use super::Scheme;
+
+pub fn schemes() -> Vec<&'static dyn Scheme> {
+    vec![]
+}

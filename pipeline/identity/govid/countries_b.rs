@@ -1,0 +1,7 @@
+//! Identifier schemes, group B.
+
+use super::Scheme;
+
+pub fn schemes() -> Vec<&'static dyn Scheme> {
+    vec![]
+}
