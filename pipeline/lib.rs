@@ -31,6 +31,6 @@ pub mod stages;
 pub mod verify;
 
 pub mod bench;
+pub mod identity;
 pub mod llm;
 pub mod profile;
-pub mod identity;

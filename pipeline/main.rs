@@ -94,6 +94,13 @@ enum TranscriptCommand {
 
 #[derive(Subcommand)]
 enum BenchCommand {
+    /// Deterministic identity validation throughput.
+    Validate {
+        #[arg(long, default_value = "configs/reference.toml")]
+        config: PathBuf,
+        #[arg(long, default_value_t = 100_000)]
+        profiles: usize,
+    },
     /// IPF on the reference margins against the Python ipfn package.
     Ipf {
         #[arg(long, default_value = "configs/reference.toml")]
@@ -181,6 +188,11 @@ fn run(cli: Cli) -> Result<()> {
                 "city catalog: {} cities ({} duplicate names dropped); WPP vs Table 5 max abs diff {:.2e}",
                 s.cities, s.dropped_duplicate_cities, s.wpp_vs_table5_max_abs_diff
             );
+        }
+        Command::Bench {
+            command: BenchCommand::Validate { config, profiles },
+        } => {
+            privforge::bench::validate(&config, profiles)?;
         }
         Command::Bench {
             command:

@@ -117,6 +117,8 @@ pub struct City {
     pub population: u64,
     pub size_class: String,
     pub location: String,
+    /// GeoNames first-level administrative division code.
+    pub admin1: String,
 }
 
 /// Cities by "City, Country" location, by country and by (country, size class).
@@ -496,6 +498,7 @@ fn load_cities(path: &Path, tax: &Taxonomy) -> Result<CityCatalog> {
             population,
             size_class: class,
             location,
+            admin1: rec[4].trim().to_string(),
         });
     }
     for c in &tax.countries {

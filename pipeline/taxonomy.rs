@@ -12,6 +12,8 @@ pub struct Country {
     pub iso3: String,
     pub iso2: String,
     pub name: String,
+    /// Unicode scripts (as `unicode-script` names them) names are commonly written in.
+    pub name_scripts: Vec<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]

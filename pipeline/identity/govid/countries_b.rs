@@ -1,7 +1,214 @@
-//! Identifier schemes, group B.
+//! Identifier schemes, group B: South Korea, Indonesia, the Philippines, Vietnam, Pakistan,
+//! Bangladesh, Egypt, Turkey, Iran, Ethiopia, South Africa, Kenya and Australia.
+//!
+//! This file also holds the small helpers the group's schemes share: normalisation, digit
+//! parsing, date checks and the fixed "as of" date that stands in for today.
 
-use super::Scheme;
+use super::{checks, Date, Problem, Scheme};
+use crate::seeding::StageRng;
+use rand::Rng;
 
 pub fn schemes() -> Vec<&'static dyn Scheme> {
     vec![]
+}
+
+/// Stands in for "today" wherever a scheme needs it: to pick the century of a two-digit year
+/// (the latest century that does not put the birth date after this day) and to rule out birth
+/// dates in the future. It is a constant so that decoding never depends on the clock and a
+/// build stays reproducible; move it forward together with the reference build date.
+pub const AS_OF: Date = Date {
+    year: 2026,
+    month: 12,
+    day: 31,
+};
+
+/// The compact form shared by the group: whitespace, `-`, `.` and `/` removed, letters
+/// upper-cased and, when `local_digits` is set, Arabic-Indic (U+0660..U+0669) and Persian
+/// (U+06F0..U+06F9) digits mapped to ASCII.
+pub(crate) fn compact(raw: &str, local_digits: bool) -> String {
+    raw.chars()
+        .filter(|c| !c.is_whitespace() && !matches!(c, '-' | '.' | '/'))
+        .map(|c| {
+            if local_digits {
+                match c {
+                    '\u{0660}'..='\u{0669}' => char::from(b'0' + (c as u32 - 0x0660) as u8),
+                    '\u{06F0}'..='\u{06F9}' => char::from(b'0' + (c as u32 - 0x06F0) as u8),
+                    _ => c,
+                }
+            } else {
+                c
+            }
+        })
+        .flat_map(char::to_uppercase)
+        .collect()
+}
+
+/// The digits of `id`, which must be exactly `len` ASCII digits.
+pub(crate) fn fixed_digits(id: &str, len: usize) -> Result<Vec<u32>, Problem> {
+    if id.chars().count() != len {
+        return Err(Problem::Syntax(format!(
+            "expected {len} digits, got {} characters",
+            id.chars().count()
+        )));
+    }
+    checks::digits(id).ok_or_else(|| Problem::Syntax(format!("expected {len} digits only")))
+}
+
+/// The number written by a run of digits.
+pub(crate) fn number(d: &[u32]) -> u32 {
+    d.iter().fold(0, |n, &x| n * 10 + x)
+}
+
+/// A calendar date, or `InvalidDate` naming the fields.
+pub(crate) fn calendar_date(year: i32, month: u32, day: u32) -> Result<Date, Problem> {
+    Date::new(year, month, day).ok_or_else(|| {
+        Problem::InvalidDate(format!(
+            "{year:04}-{month:02}-{day:02} is not a calendar date"
+        ))
+    })
+}
+
+/// A birth date with an explicit century must not lie after [`AS_OF`].
+pub(crate) fn not_after_as_of(date: Date) -> Result<Date, Problem> {
+    if date > AS_OF {
+        Err(Problem::Impossible(format!(
+            "birth date {date} lies in the future (after {AS_OF})"
+        )))
+    } else {
+        Ok(date)
+    }
+}
+
+/// A date written with a two-digit year: the latest of 20yy and 19yy that is a calendar date
+/// not after [`AS_OF`]. The subject's century is therefore recovered only for people younger
+/// than about a hundred years, which the scheme itself cannot do better.
+pub(crate) fn two_digit_year_date(yy: u32, month: u32, day: u32) -> Result<Date, Problem> {
+    for century in [2000, 1900] {
+        if let Some(d) = Date::new(century + yy as i32, month, day) {
+            if d <= AS_OF {
+                return Ok(d);
+            }
+        }
+    }
+    Err(Problem::InvalidDate(format!(
+        "{yy:02}-{month:02}-{day:02} is not a calendar date in 19{yy:02} or 20{yy:02}"
+    )))
+}
+
+/// `n` random ASCII digits.
+pub(crate) fn random_digits(rng: &mut StageRng, n: usize) -> String {
+    (0..n)
+        .map(|_| char::from(b'0' + rng.random_range(0..10u8)))
+        .collect()
+}
+
+/// A number shaped like a default MOSIP UIN: first digit 2-9, no digit repeated next to
+/// itself, no run of three ascending or descending digits, and a Verhoeff check digit last.
+/// Used for the MOSIP-based schemes (Philippines, Ethiopia) whose own policy is not public.
+pub(crate) fn mosip_like(rng: &mut StageRng, len: usize) -> String {
+    loop {
+        let mut d: Vec<u32> = Vec::with_capacity(len);
+        d.push(rng.random_range(2..10));
+        while d.len() < len - 1 {
+            d.push(rng.random_range(0..10));
+        }
+        d.push(checks::verhoeff_digit(&d));
+        if mosip_pattern_free(&d) {
+            return d.iter().map(|&x| char::from(b'0' + x as u8)).collect();
+        }
+    }
+}
+
+/// No adjacent repeated digit and no three consecutive ascending or descending digits.
+pub(crate) fn mosip_pattern_free(d: &[u32]) -> bool {
+    let repeats = d.windows(2).any(|w| w[0] == w[1]);
+    let runs = d.windows(3).any(|w| {
+        let (a, b, c) = (w[0] as i32, w[1] as i32, w[2] as i32);
+        (b - a == 1 && c - b == 1) || (a - b == 1 && b - c == 1)
+    });
+    !repeats && !runs
+}
+
+/// Helpers for the group's unit tests.
+#[cfg(test)]
+pub(crate) mod testkit {
+    use super::super::{Date, Sex, Subject};
+
+    /// Every string obtained from `id` by replacing one digit with another digit, with the
+    /// position and the new digit.
+    pub fn digit_substitutions(id: &str) -> Vec<(usize, char, String)> {
+        let chars: Vec<char> = id.chars().collect();
+        let mut out = Vec::new();
+        for (i, &c) in chars.iter().enumerate() {
+            if !c.is_ascii_digit() {
+                continue;
+            }
+            for v in '0'..='9' {
+                if v != c {
+                    let mut m = chars.clone();
+                    m[i] = v;
+                    out.push((i, v, m.into_iter().collect()));
+                }
+            }
+        }
+        out
+    }
+
+    pub fn subject<'a>(
+        sex: Sex,
+        birth: (i32, u32, u32),
+        country: &'a str,
+        admin1: Option<&'a str>,
+    ) -> Subject<'a> {
+        Subject {
+            given_name: "Test",
+            surname: "Subject",
+            sex,
+            birth_date: Date::new(birth.0, birth.1, birth.2).expect("test birth date"),
+            birth_country_iso3: country,
+            birth_city: "Somewhere",
+            birth_admin1: admin1,
+        }
+    }
+
+    pub fn rng(key: &str) -> crate::seeding::StageRng {
+        crate::seeding::rng(1, "test", key)
+    }
+
+    #[test]
+    fn compact_strips_separators_and_maps_local_digits() {
+        assert_eq!(super::compact(" 850315-1012348 ", false), "8503151012348");
+        assert_eq!(super::compact("a0.04/416 331m", false), "A004416331M");
+        assert_eq!(super::compact("٢٩٠٠١٠١٠١٠١٢٣٤", true), "29001010101234");
+        assert_eq!(super::compact("۰۹۳۲۸۳۳۸۱۰", true), "0932833810");
+        assert_eq!(super::compact("۰۹۳", false), "۰۹۳");
+    }
+
+    #[test]
+    fn two_digit_years_take_the_latest_century_not_in_the_future() {
+        let d = super::two_digit_year_date(45, 8, 17).unwrap();
+        assert_eq!(d, Date::new(1945, 8, 17).unwrap());
+        let d = super::two_digit_year_date(5, 1, 2).unwrap();
+        assert_eq!(d, Date::new(2005, 1, 2).unwrap());
+        // 29 February of year 00: 2000 is a leap year.
+        let d = super::two_digit_year_date(0, 2, 29).unwrap();
+        assert_eq!(d, Date::new(2000, 2, 29).unwrap());
+        assert!(matches!(
+            super::two_digit_year_date(1, 2, 29),
+            Err(super::Problem::InvalidDate(_))
+        ));
+    }
+
+    #[test]
+    fn mosip_like_numbers_follow_the_pattern_rules() {
+        let mut r = rng("mosip");
+        for _ in 0..200 {
+            let s = super::mosip_like(&mut r, 12);
+            let d = super::checks::digits(&s).unwrap();
+            assert_eq!(d.len(), 12);
+            assert!(d[0] >= 2);
+            assert!(super::checks::verhoeff_valid(&d));
+            assert!(super::mosip_pattern_free(&d));
+        }
+    }
 }

@@ -35,7 +35,9 @@ impl Date {
     }
 
     pub fn is_valid(&self) -> bool {
-        (1..=12).contains(&self.month) && self.day >= 1 && self.day <= Self::days_in_month(self.year, self.month)
+        (1..=12).contains(&self.month)
+            && self.day >= 1
+            && self.day <= Self::days_in_month(self.year, self.month)
     }
 
     /// Parses `YYYY-MM-DD`.
@@ -173,5 +175,7 @@ pub fn all() -> Vec<&'static dyn Scheme> {
 
 /// The scheme of a country (ISO 3166-1 alpha-3).
 pub fn for_country(iso3: &str) -> Option<&'static dyn Scheme> {
-    all().into_iter().find(|s| s.iso3().eq_ignore_ascii_case(iso3))
+    all()
+        .into_iter()
+        .find(|s| s.iso3().eq_ignore_ascii_case(iso3))
 }

@@ -1,0 +1,96 @@
+//! Ethiopia: Fayda Identification Number (FIN), the 12-digit permanent number of the
+//! national ID programme. It is random and encodes nothing about its holder.
+
+use super::super::{Evidence, Problem, Scheme, Subject};
+use super::{compact, fixed_digits, mosip_like};
+use crate::seeding::StageRng;
+
+pub struct Fin;
+
+pub static SCHEME: Fin = Fin;
+
+impl Scheme for Fin {
+    fn iso3(&self) -> &'static str {
+        "ETH"
+    }
+
+    fn document(&self) -> &'static str {
+        "FIN"
+    }
+
+    fn normalize(&self, raw: &str) -> String {
+        compact(raw, false)
+    }
+
+    fn decode(&self, id: &str) -> Result<Evidence, Problem> {
+        // Twelve digits is all that is published. Fayda is built on MOSIP, whose default UIN
+        // policy ends with a Verhoeff digit and excludes a leading 0 or 1, but whether the FIN
+        // keeps that policy is not public: neither rule is enforced.
+        fixed_digits(id, 12)?;
+        Ok(Evidence {
+            document: self.document().into(),
+            ..Evidence::default()
+        })
+    }
+
+    fn generate(&self, _subject: &Subject, rng: &mut StageRng) -> String {
+        // The most defensible shape: MOSIP's default UIN rules (first digit 2-9, no repeated
+        // or sequential digits, Verhoeff check digit), so the value also passes a validator
+        // that does enforce them.
+        mosip_like(rng, 12)
+    }
+
+    fn uncertainties(&self) -> &'static [&'static str] {
+        &[
+            "No check digit is published. MOSIP's default UIN policy (first digit not 0 or 1, \
+             Verhoeff check digit, no runs or sequences) is followed when generating but not \
+             enforced when validating.",
+            "The 16-digit Fayda Card Number (FCN) and alias number (FAN) are not handled; only \
+             the 12-digit FIN is.",
+            "No reserved range exists: a generated number can coincide with a real one.",
+        ]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testkit::{rng, subject};
+    use super::super::{checks, mosip_pattern_free};
+    use super::*;
+    use crate::identity::govid::Sex;
+
+    #[test]
+    fn twelve_digits_are_accepted_without_fields() {
+        assert_eq!(SCHEME.normalize("2345 6789 0123"), "234567890123");
+        let ev = SCHEME.decode("123456789012").unwrap();
+        assert_eq!(ev.document, "FIN");
+        assert_eq!(ev.birth_date, None);
+        assert_eq!(ev.sex, None);
+        assert_eq!(ev.region, None);
+        // A MOSIP sample UIN, Verhoeff-valid.
+        assert!(SCHEME.decode("742192367293").is_ok());
+        assert!(checks::verhoeff_valid(&checks::digits("742192367293").unwrap()));
+    }
+
+    #[test]
+    fn malformed_numbers_are_rejected() {
+        for id in ["12345678901", "1234567890123", "12345678901A", "", "1234-5678-9012"] {
+            assert!(matches!(SCHEME.decode(id), Err(Problem::Syntax(_))), "{id}");
+        }
+    }
+
+    #[test]
+    fn generated_numbers_are_valid_and_mosip_shaped() {
+        let s = subject(Sex::Female, (1980, 5, 6), "ETH", Some("44"));
+        let mut r = rng("eth");
+        for _ in 0..200 {
+            let id = SCHEME.generate(&s, &mut r);
+            let ev = SCHEME.decode(&id).unwrap();
+            assert_eq!(ev.document, "FIN");
+            let d = checks::digits(&id).unwrap();
+            assert!(d[0] >= 2);
+            assert!(checks::verhoeff_valid(&d));
+            assert!(mosip_pattern_free(&d));
+        }
+    }
+}
