@@ -5,10 +5,11 @@ use crate::calibration::{self, IpfReport};
 use crate::candidates::CandidateReport;
 use crate::fsio::{sha256_hex, to_json_pretty, StagingDir};
 use crate::margins::Status;
-use crate::profile::{Person, Profile};
+use crate::profile::{IdentityFields, Person, Profile};
 use crate::sampling::SamplingReport;
 use crate::stages::{
-    read_pool, resolve_ids, AuditArtifact, CalibrationArtifact, Inputs, SampleArtifact,
+    read_pool, resolve_ids, AuditArtifact, CalibrationArtifact, IdentityArtifact, Inputs,
+    SampleArtifact,
 };
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
@@ -102,6 +103,23 @@ pub fn profile_schema(inp: &Inputs) -> Value {
         props.insert(f.into(), json!({"type": "string", "pattern": location}));
     }
     let required: Vec<String> = props.keys().cloned().collect();
+    props.insert(
+        "date_of_birth".into(),
+        json!({"type": "string", "pattern": "^[0-9]{4}-[0-9]{2}-[0-9]{2}$"}),
+    );
+    for f in [
+        "name",
+        "email",
+        "phone_number",
+        "government_id",
+        "government_id_document",
+    ] {
+        props.insert(f.into(), json!({"type": "string", "minLength": 1}));
+    }
+    props.insert(
+        "identity_provenance".into(),
+        json!({"type": "object", "additionalProperties": {"enum": ["llm", "llm_repaired", "fallback"]}}),
+    );
     json!({
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "title": "PrivForge profile record",
@@ -142,6 +160,17 @@ pub fn write(inp: &Inputs, work: &Path) -> Result<()> {
     };
     let final_total: f64 = final_l1.values().sum();
     let sel = resolve_ids(&pool, &audit.selected_candidate_ids)?;
+    let ident: IdentityArtifact =
+        serde_json::from_slice(&std::fs::read(work.join("identity.json"))?)
+            .context("work/identity.json")?;
+    let by_candidate: std::collections::HashMap<
+        &str,
+        &crate::identity_completion::CompletedIdentity,
+    > = ident
+        .identities
+        .iter()
+        .map(|c| (c.candidate_id.as_str(), c))
+        .collect();
 
     let width = cfg.population.profiles.to_string().len().max(4);
     let profiles: Vec<Profile> = sel
@@ -150,6 +179,17 @@ pub fn write(inp: &Inputs, work: &Path) -> Result<()> {
         .map(|(k, &i)| Profile {
             profile_id: format!("P{:0width$}", k + 1),
             person: pool[i].clone(),
+            identity: by_candidate
+                .get(pool[i].candidate_id.as_str())
+                .map(|c| IdentityFields {
+                    date_of_birth: c.date_of_birth.to_string(),
+                    name: c.identity.name.clone(),
+                    email: c.identity.email.clone(),
+                    phone_number: c.identity.phone_number.clone(),
+                    government_id: c.identity.government_id.clone(),
+                    government_id_document: c.government_id_document.clone(),
+                    identity_provenance: c.provenance.clone(),
+                }),
         })
         .collect();
 
@@ -250,6 +290,12 @@ pub fn write(inp: &Inputs, work: &Path) -> Result<()> {
     inputs.insert("taxonomy".to_string(), tax_hashes);
     inputs.insert("margins".to_string(), inp.margins.input_hashes()?);
 
+    let parts: Vec<&crate::llm::LlmSummary> = audit.llm.iter().chain(ident.llm.iter()).collect();
+    let llm_summary = if parts.is_empty() {
+        None
+    } else {
+        Some(crate::llm::merge_summaries(work, &parts)?)
+    };
     let manifest_wo_files = json!({
         "bundle_format": FORMAT,
         "bundle_version": cfg.bundle_version,
@@ -268,7 +314,8 @@ pub fn write(inp: &Inputs, work: &Path) -> Result<()> {
             "name": m.name, "file": format!("margins/{}", m.file), "fields": m.fields, "status": m.status,
         })).collect::<Vec<_>>(),
         "seed_audit": audit.report,
-        "llm": audit.llm,
+        "identity": ident.report,
+        "llm": llm_summary,
         "calibration": {
             "max_l1": cal.ipf.max_l1,
             "tolerance": cal.ipf.tolerance,

@@ -20,7 +20,26 @@ pub struct Config {
     #[serde(default)]
     pub seed_audit: SeedAudit,
     #[serde(default)]
+    pub identity: IdentityStage,
+    #[serde(default)]
     pub llm: Llm,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct IdentityStage {
+    pub enabled: bool,
+    /// Regenerations of a failing field before the fallback value is used.
+    pub max_repair_rounds: usize,
+}
+
+impl Default for IdentityStage {
+    fn default() -> Self {
+        Self {
+            enabled: false,
+            max_repair_rounds: 3,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -258,6 +277,13 @@ impl Config {
             bail!("date must be YYYY-MM-DD, got {d:?}");
         }
         let l = &self.llm;
+        if self.identity.enabled {
+            for st in ["identity_completion", "identity_repair", "govid_audit"] {
+                if !l.stages.contains_key(st) {
+                    bail!("identity.enabled needs an [llm.stages.{st}] section");
+                }
+            }
+        }
         if self.seed_audit.enabled && !l.stages.contains_key("seed_audit") {
             bail!("seed_audit.enabled needs an [llm.stages.seed_audit] section");
         }

@@ -23,6 +23,7 @@ pub mod margins_build;
 pub mod bundle;
 pub mod calibration;
 pub mod candidates;
+pub mod identity_completion;
 pub mod sampling;
 pub mod seed_audit;
 

@@ -115,10 +115,25 @@ impl Person {
     }
 }
 
+/// Identity fields added by the identity completion stage.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct IdentityFields {
+    pub date_of_birth: String,
+    pub name: String,
+    pub email: String,
+    pub phone_number: String,
+    pub government_id: String,
+    pub government_id_document: String,
+    /// Per identity field: `llm`, `llm_repaired` or `fallback`.
+    pub identity_provenance: std::collections::BTreeMap<String, String>,
+}
+
 /// A sampled profile as written to `profiles.jsonl`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Profile {
     pub profile_id: String,
     #[serde(flatten)]
     pub person: Person,
+    #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
+    pub identity: Option<IdentityFields>,
 }

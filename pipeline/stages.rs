@@ -286,6 +286,8 @@ pub fn run_seed_audit(inp: &Inputs, work: &Path, mode: LlmMode) -> Result<()> {
     let c = &inp.config;
     let sample: SampleArtifact = read_json(&work.join("sample.json"))?;
     if !c.seed_audit.enabled {
+        let _ =
+            std::fs::remove_file(work.join(format!("llm-used-{}.jsonl", crate::seed_audit::STAGE)));
         let art = AuditArtifact {
             enabled: false,
             selected_candidate_ids: sample.selected_candidate_ids,
@@ -355,6 +357,94 @@ pub fn run_seed_audit(inp: &Inputs, work: &Path, mode: LlmMode) -> Result<()> {
     write_atomic(&work.join("seed_audit.json"), &to_json_pretty(&art)?)
 }
 
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct IdentityArtifact {
+    pub enabled: bool,
+    pub identities: Vec<crate::identity_completion::CompletedIdentity>,
+    pub report: Option<crate::identity_completion::IdentityReport>,
+    pub llm: Option<crate::llm::LlmSummary>,
+}
+
+/// Stage 5.
+pub fn run_identity(inp: &Inputs, work: &Path, mode: LlmMode) -> Result<()> {
+    use crate::identity_completion as ic;
+    let c = &inp.config;
+    let used = work.join(format!("llm-used-{}.jsonl", ic::STAGE));
+    if !c.identity.enabled {
+        let _ = std::fs::remove_file(&used);
+        let art = IdentityArtifact {
+            enabled: false,
+            identities: vec![],
+            report: None,
+            llm: None,
+        };
+        return write_atomic(&work.join("identity.json"), &to_json_pretty(&art)?);
+    }
+    let pool = read_pool(work)?;
+    let audit: AuditArtifact = read_json(&work.join("seed_audit.json"))?;
+    let selected = resolve_ids(&pool, &audit.selected_candidate_ids)?;
+    let reference = crate::identity::govid::Date::parse(&c.date)
+        .ok_or_else(|| anyhow!("config date {:?} is not a calendar date", c.date))?;
+    let names = crate::identity::name::NameLists::load(&inp.taxonomy)?;
+    let st = &c.llm.stages;
+    let load = |name: &str| crate::llm::prompts::Template::load(&c.llm.prompts, &st[name].template);
+    let templates = ic::Templates {
+        completion: load(ic::STAGE)?,
+        repair: load(ic::REPAIR_STAGE)?,
+        audit: load(ic::AUDIT_STAGE)?,
+    };
+    let settings = ic::Settings {
+        completion: &st[ic::STAGE],
+        repair: &st[ic::REPAIR_STAGE],
+        audit: &st[ic::AUDIT_STAGE],
+        max_repair_rounds: c.identity.max_repair_rounds,
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    let client = crate::llm::connect(c, mode, work)?;
+    let pb = ProgressBar::new_spinner();
+    pb.set_message(format!("identity completion ({})", client.provider_name()));
+    let result = rt.block_on(ic::run(
+        &client,
+        ic::Input {
+            tax: &inp.taxonomy,
+            cities: &inp.margins.cities,
+            names: &names,
+            people: selected.iter().map(|&i| &pool[i]).collect(),
+            reference,
+            seed: c.seed,
+        },
+        &templates,
+        &settings,
+    ));
+    client.sync()?;
+    pb.finish_and_clear();
+    crate::llm::write_run_stats(&client, work)?;
+    let (identities, report) = result?;
+    write_atomic(
+        &used,
+        &crate::llm::transcript::canonical_bytes(&client.used_records())?,
+    )?;
+    for (f, r) in &report.fields {
+        eprintln!(
+            "identity {f}: {} llm, {} repaired, {} fallback ({} failed the first check)",
+            r.llm, r.llm_repaired, r.fallback, r.initial_failures
+        );
+    }
+    let art = IdentityArtifact {
+        enabled: true,
+        identities,
+        report: Some(report),
+        llm: Some(crate::llm::summary(
+            &client,
+            &[&templates.completion, &templates.repair, &templates.audit],
+        )?),
+    };
+    write_atomic(&work.join("identity.json"), &to_json_pretty(&art)?)
+}
+
 /// A whole build: inputs are validated before anything is written; the bundle appears only
 /// if every stage succeeded. `mode` overrides the config's `llm.mode`.
 pub fn build(config_path: &Path, mode: Option<LlmMode>) -> Result<PathBuf> {
@@ -366,6 +456,7 @@ pub fn build(config_path: &Path, mode: Option<LlmMode>) -> Result<PathBuf> {
     run_calibration(&inp, &work)?;
     run_sampling(&inp, &work)?;
     run_seed_audit(&inp, &work, mode)?;
+    run_identity(&inp, &work, mode)?;
     crate::bundle::write(&inp, &work)?;
     Ok(inp.config.paths.output.clone())
 }

@@ -97,6 +97,8 @@ pub fn verify(dir: &Path) -> Result<Summary> {
         );
     }
 
+    check_identities(&manifest, &records)?;
+
     // Calibration figures must be what the records and margins give.
     let margins = manifest
         .get("margins")
@@ -119,6 +121,78 @@ pub fn verify(dir: &Path) -> Result<Summary> {
         files: files.len() + 1,
         profiles: records.len(),
     })
+}
+
+/// Every identity field passes its validator, agrees with the profile, and is unique. The
+/// value sets come from the taxonomy the bundle was built with (`config.paths.taxonomy`).
+fn check_identities(manifest: &Value, records: &[Value]) -> Result<()> {
+    use crate::identity::{email, govid::Date, validate, Holder, Identity};
+    if !records.iter().any(|r| r.get("government_id").is_some()) {
+        return Ok(());
+    }
+    let tax_dir = manifest
+        .pointer("/config/paths/taxonomy")
+        .and_then(|v| v.as_str())
+        .unwrap_or("taxonomy");
+    let tax = crate::taxonomy::Taxonomy::load(Path::new(tax_dir)).with_context(|| {
+        format!("checking identities needs the taxonomy the bundle was built with ({tax_dir})")
+    })?;
+    let reference = manifest
+        .get("build_date")
+        .and_then(|v| v.as_str())
+        .and_then(Date::parse)
+        .ok_or_else(|| anyhow!("manifest.json has no valid build_date"))?;
+    let mut seen: HashMap<(&str, String), usize> = HashMap::new();
+    for (i, r) in records.iter().enumerate() {
+        let line = i + 1;
+        let p: crate::profile::Profile =
+            serde_json::from_value(r.clone()).map_err(|e| anyhow!("profiles.jsonl:{line}: {e}"))?;
+        let f = p
+            .identity
+            .ok_or_else(|| anyhow!("profiles.jsonl:{line}: identity fields missing"))?;
+        let dob = Date::parse(&f.date_of_birth).ok_or_else(|| {
+            anyhow!(
+                "profiles.jsonl:{line}: date_of_birth {:?} is not a date",
+                f.date_of_birth
+            )
+        })?;
+        if dob.age_on(reference) != p.person.age as i32 {
+            bail!(
+                "profiles.jsonl:{line}: date_of_birth {dob} does not give age {} on {reference}",
+                p.person.age
+            );
+        }
+        let id = Identity {
+            name: f.name.clone(),
+            email: f.email.clone(),
+            phone_number: f.phone_number.clone(),
+            government_id: f.government_id.clone(),
+        };
+        let h = Holder {
+            person: &p.person,
+            date_of_birth: dob,
+            reference,
+        };
+        let (problems, _) = validate(&tax, &h, &id);
+        if let Some(pr) = problems.first() {
+            bail!(
+                "profiles.jsonl:{line}: {} {:?}: {}",
+                pr.field,
+                crate::identity_completion::field_value(&id, &pr.field),
+                pr.problem
+            );
+        }
+        for (field, key) in [
+            ("email", email::unique_key(&f.email)),
+            ("phone_number", f.phone_number.clone()),
+            ("government_id", f.government_id.clone()),
+        ] {
+            if let Some(first) = seen.insert((field, key), line) {
+                bail!("profiles.jsonl:{line}: {field} duplicates line {first}");
+            }
+        }
+    }
+    Ok(())
 }
 
 /// L1 between a margin CSV (field columns, then `share`) and the records.

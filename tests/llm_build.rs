@@ -332,3 +332,85 @@ async fn llm_check_reports_model_latency_and_structured_output() {
     assert!(ok, "{out}");
     assert!(out.contains("refused (JSON mode)"), "{out}");
 }
+
+/// Answers for the identity stages: the completion invents one shared email, a US phone
+/// number and an invalid identifier for everybody; repairs fix emails but not phones or
+/// identifiers; the audits accept. Repair then fallback must yield a fully valid set.
+fn identity_responder(prompt: &str) -> serde_json::Value {
+    use serde_json::json;
+    let Ok(v) = serde_json::from_str::<serde_json::Value>(prompt) else {
+        return serde_json::Value::Null;
+    };
+    let items = v["items"].as_array().cloned().unwrap_or_default();
+    let results: Vec<serde_json::Value> = items
+        .iter()
+        .map(|it| {
+            let id = it["id"].as_str().unwrap_or_default();
+            if it.get("decoded_evidence").is_some() {
+                json!({"id": id, "decision": "accept", "reason_code": "none"})
+            } else if let Some(field) = it.get("field").and_then(|f| f.as_str()) {
+                let value = match field {
+                    "email" => format!("{}@example.org", id.replace([':', '#'], ".").to_lowercase()),
+                    "phone_number" => "+10000000000".to_string(),
+                    _ => "BAD-ID".to_string(),
+                };
+                json!({"id": id, "value": value})
+            } else if it.get("government_id_document").is_some() {
+                json!({"id": id, "name": "Alex Morgan", "email": "same@example.com", "phone_number": "+15555550100", "government_id": "INVALID"})
+            } else {
+                json!({"id": id, "decision": "accept", "reason_code": "none"})
+            }
+        })
+        .collect();
+    json!({ "results": results })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn identity_repair_and_fallback_yield_a_valid_set_with_matching_counts() {
+    let d = Double::start_with(vec![], std::sync::Arc::new(identity_responder)).await;
+    let tmp = tempfile::tempdir().unwrap();
+    let cfg = config(tmp.path(), &d.base_url());
+    let text = fs::read_to_string(&cfg).unwrap();
+    let text = text
+        .replace("[identity]\nenabled = false", "[identity]\nenabled = true")
+        .replace("profiles = 1000", "profiles = 200");
+    fs::write(&cfg, text).unwrap();
+    let (ok, log) = tokio::task::spawn_blocking({
+        let cfg = cfg.clone();
+        move || run(&cfg, "live")
+    })
+    .await
+    .unwrap();
+    assert!(ok, "{log}");
+    let bundle = tmp.path().join("bundle");
+    let v = Command::new(env!("CARGO_BIN_EXE_privforge"))
+        .arg("verify")
+        .arg(&bundle)
+        .output()
+        .unwrap();
+    assert!(v.status.success(), "{}", String::from_utf8_lossy(&v.stderr));
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&fs::read(bundle.join("manifest.json")).unwrap()).unwrap();
+    let f = &manifest["identity"]["fields"];
+    assert_eq!(f["name"]["llm"], 200, "{f}");
+    assert_eq!(f["email"]["llm"], 1, "{f}");
+    assert_eq!(f["email"]["llm_repaired"], 199, "{f}");
+    assert_eq!(f["email"]["initial_failures"], 199, "{f}");
+    assert_eq!(f["phone_number"]["fallback"], 200, "{f}");
+    assert_eq!(f["government_id"]["fallback"], 200, "{f}");
+    assert_eq!(f["government_id"]["repair_requests"], 600, "{f}");
+    assert_eq!(manifest["identity"]["repair_rounds"], 3);
+    // Every profile carries a full, unique identity with per-field provenance.
+    let profiles: Vec<serde_json::Value> = fs::read_to_string(bundle.join("profiles.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let mut emails = std::collections::HashSet::new();
+    let mut ids = std::collections::HashSet::new();
+    for p in &profiles {
+        assert!(emails.insert(p["email"].as_str().unwrap().to_lowercase()));
+        assert!(ids.insert(p["government_id"].as_str().unwrap().to_string()));
+        assert_eq!(p["identity_provenance"]["government_id"], "fallback");
+    }
+}

@@ -261,15 +261,18 @@ pub fn fallback(
     })
 }
 
+/// A profile with its date of birth and identity.
+pub type Holding = (Person, Date, Identity);
+
 /// Random profiles from the reference inputs with fallback identities, for tests and the
-/// validation benchmark: (person, date of birth, identity).
+/// validation benchmark.
 pub fn sample_with_fallbacks(
     taxonomy: &std::path::Path,
     margins: &std::path::Path,
     n: usize,
     seed: u64,
     reference: Date,
-) -> anyhow::Result<(Taxonomy, Vec<(Person, Date, Identity)>)> {
+) -> anyhow::Result<(Taxonomy, Vec<Holding>)> {
     let tax = Taxonomy::load(taxonomy)?;
     let ms = crate::margins::MarginSet::load(margins, &tax)?;
     let names = name::NameLists::load(&tax)?;

@@ -255,6 +255,13 @@ pub fn connect(
 /// Merges the records every LLM stage of the last build used (`llm-used-*.jsonl` in the
 /// work directory) into one canonical transcript: what `make record` commits.
 pub fn export_used(work: &std::path::Path, out: &std::path::Path) -> anyhow::Result<usize> {
+    let all = used_records(work)?;
+    crate::fsio::write_atomic(out, &transcript::canonical_bytes(&all)?)?;
+    Ok(all.len())
+}
+
+/// The records every LLM stage of the last build used, merged and sorted by key.
+pub fn used_records(work: &std::path::Path) -> anyhow::Result<Vec<transcript::Record>> {
     let mut records: std::collections::BTreeMap<String, transcript::Record> =
         std::collections::BTreeMap::new();
     let mut files: Vec<std::path::PathBuf> = std::fs::read_dir(work)?
@@ -277,9 +284,27 @@ pub fn export_used(work: &std::path::Path, out: &std::path::Path) -> anyhow::Res
             records.insert(r.key.clone(), r);
         }
     }
-    let all: Vec<transcript::Record> = records.into_values().collect();
-    crate::fsio::write_atomic(out, &transcript::canonical_bytes(&all)?)?;
-    Ok(all.len())
+    Ok(records.into_values().collect())
+}
+
+/// One summary for the bundle from the summaries of its LLM stages.
+pub fn merge_summaries(
+    work: &std::path::Path,
+    parts: &[&LlmSummary],
+) -> anyhow::Result<LlmSummary> {
+    let records = used_records(work)?;
+    let mut prompts = std::collections::BTreeMap::new();
+    let mut stages = std::collections::BTreeMap::new();
+    for p in parts {
+        prompts.extend(p.prompts.clone());
+        stages.extend(p.stages.clone());
+    }
+    Ok(LlmSummary {
+        transcript_sha256: crate::fsio::sha256_hex(&transcript::canonical_bytes(&records)?),
+        responses: records.len(),
+        prompts,
+        stages,
+    })
 }
 
 /// Per-run figures (cache hits, requests sent, retries): printed and kept in the work

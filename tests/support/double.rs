@@ -246,8 +246,10 @@ async fn serve(
                 .map(|h| h.1.clone()),
         };
         let results: Vec<Value> = items.iter().map(|i| verdict_for(i)).collect();
-        let good = if items.is_empty() {
-            respond(&prompt)
+        // The responder may answer any prompt; Null keeps the default batch verdicts.
+        let custom = respond(&prompt);
+        let good = if !custom.is_null() || items.is_empty() {
+            custom
         } else {
             json!({"results": results})
         };

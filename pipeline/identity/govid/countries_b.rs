@@ -8,8 +8,36 @@ use super::{checks, Date, Problem, Scheme};
 use crate::seeding::StageRng;
 use rand::Rng;
 
+pub mod aus;
+pub mod bgd;
+pub mod egy;
+pub mod eth;
+pub mod idn;
+pub mod irn;
+pub mod ken;
+pub mod kor;
+pub mod pak;
+pub mod phl;
+pub mod tur;
+pub mod vnm;
+pub mod zaf;
+
 pub fn schemes() -> Vec<&'static dyn Scheme> {
-    vec![]
+    vec![
+        &kor::SCHEME,
+        &idn::SCHEME,
+        &phl::SCHEME,
+        &vnm::SCHEME,
+        &pak::SCHEME,
+        &bgd::SCHEME,
+        &egy::SCHEME,
+        &tur::SCHEME,
+        &irn::SCHEME,
+        &eth::SCHEME,
+        &zaf::SCHEME,
+        &ken::SCHEME,
+        &aus::SCHEME,
+    ]
 }
 
 /// Stands in for "today" wherever a scheme needs it: to pick the century of a two-digit year
@@ -93,13 +121,6 @@ pub(crate) fn two_digit_year_date(yy: u32, month: u32, day: u32) -> Result<Date,
     Err(Problem::InvalidDate(format!(
         "{yy:02}-{month:02}-{day:02} is not a calendar date in 19{yy:02} or 20{yy:02}"
     )))
-}
-
-/// `n` random ASCII digits.
-pub(crate) fn random_digits(rng: &mut StageRng, n: usize) -> String {
-    (0..n)
-        .map(|_| char::from(b'0' + rng.random_range(0..10u8)))
-        .collect()
 }
 
 /// A number shaped like a default MOSIP UIN: first digit 2-9, no digit repeated next to
@@ -197,6 +218,48 @@ pub(crate) mod testkit {
             super::two_digit_year_date(1, 2, 29),
             Err(super::Problem::InvalidDate(_))
         ));
+    }
+
+    #[test]
+    fn every_scheme_generates_compact_decodable_numbers() {
+        let schemes = super::schemes();
+        let mut iso3: Vec<&str> = schemes.iter().map(|s| s.iso3()).collect();
+        iso3.sort_unstable();
+        iso3.dedup();
+        assert_eq!(iso3.len(), 13);
+        let people = [
+            (Sex::Female, (1958, 2, 28)),
+            (Sex::Male, (1984, 2, 29)),
+            (Sex::Female, (2008, 11, 29)),
+        ];
+        for scheme in schemes {
+            let mut r = rng(scheme.iso3());
+            for (sex, birth) in people {
+                for born_home in [true, false] {
+                    let country = if born_home { scheme.iso3() } else { "XXX" };
+                    let s = subject(sex, birth, country, None);
+                    let id = scheme.generate(&s, &mut r);
+                    assert_eq!(scheme.normalize(&id), id, "{}", scheme.iso3());
+                    let ev = scheme
+                        .decode(&id)
+                        .unwrap_or_else(|e| panic!("{} {id}: {e}", scheme.iso3()));
+                    assert_eq!(ev.document, scheme.document());
+                    if let Some(d) = ev.birth_date {
+                        assert_eq!(d, s.birth_date, "{} {id}", scheme.iso3());
+                    }
+                    if let Some(y) = ev.birth_year {
+                        assert_eq!(y, birth.0, "{} {id}", scheme.iso3());
+                    }
+                    if let Some(x) = ev.sex {
+                        assert_eq!(x, sex, "{} {id}", scheme.iso3());
+                    }
+                    if let Some(abroad) = ev.born_abroad {
+                        assert_eq!(abroad, !born_home, "{} {id}", scheme.iso3());
+                    }
+                }
+            }
+            assert!(!scheme.uncertainties().is_empty());
+        }
     }
 
     #[test]

@@ -7,7 +7,6 @@ use super::{compact, evidence, exact_digits, pick, random_digits, render};
 use crate::identity::govid::checks;
 use crate::identity::govid::{Evidence, Problem, Scheme, Subject};
 use crate::seeding::StageRng;
-use rand::Rng;
 
 pub struct Cpf;
 
@@ -67,9 +66,8 @@ fn mod11_digit(sum: u32) -> u32 {
 /// Both check digits for nine base digits.
 fn check_digits(base: &[u32]) -> (u32, u32) {
     let first = mod11_digit(checks::weighted_sum(base, &[10, 9, 8, 7, 6, 5, 4, 3, 2]));
-    let second = mod11_digit(
-        checks::weighted_sum(base, &[11, 10, 9, 8, 7, 6, 5, 4, 3]) + 2 * first,
-    );
+    let second =
+        mod11_digit(checks::weighted_sum(base, &[11, 10, 9, 8, 7, 6, 5, 4, 3]) + 2 * first);
     (first, second)
 }
 
@@ -96,7 +94,9 @@ impl Scheme for Cpf {
             )));
         }
         if d.iter().all(|&x| x == d[0]) {
-            return Err(Problem::Impossible("a single repeated digit is not a registration".into()));
+            return Err(Problem::Impossible(
+                "a single repeated digit is not a registration".into(),
+            ));
         }
         let mut ev = evidence(self.document());
         ev.region = Some(d[8].to_string());
@@ -160,10 +160,12 @@ mod tests {
         (s1 % 11, s2 % 11)
     }
 
-    /// A base-digit change shifts each check sum by (weight × change), never a multiple of 11,
-    /// so each remainder changes; but remainders 0 and 1 both give check digit 0. A
-    /// substitution therefore goes undetected exactly when both remainders move within
-    /// {0, 1}. A change to a check digit is always detected.
+    /// A change Δ to base digit i shifts the first sum by (10 − i)·Δ, never a multiple of 11,
+    /// and the second by (11 − i)·Δ plus twice any change of the first check digit. Both
+    /// check digits map remainders 0 and 1 to 0, and the second sum gives the first base
+    /// digit weight 11 ≡ 0. So a substitution goes undetected exactly when, for each sum, the
+    /// remainder is unchanged or moves within {0, 1}. A change to a check digit is always
+    /// detected.
     fn undetectable(id: &str, pos: usize, new: char) -> bool {
         if pos >= 9 {
             return false;
@@ -173,23 +175,32 @@ mod tests {
         m[pos] = new.to_digit(10).unwrap();
         let (a1, a2) = remainders(&d[..9]);
         let (b1, b2) = remainders(&m[..9]);
-        a1 < 2 && b1 < 2 && a2 < 2 && b2 < 2
+        let same = |a: u32, b: u32| a == b || (a < 2 && b < 2);
+        same(a1, b1) && same(a2, b2)
     }
 
     #[test]
     fn single_substitutions_are_rejected_except_the_remainder_collisions() {
-        // The specimen has first remainder 1: it can only be fooled by a change that brings
-        // the first sum to remainder 0 and keeps the second in {0, 1}; none exists.
-        let accepted: Vec<String> = substitutions(SPECIMEN, DIGITS)
+        // The specimen's first sum is 221 ≡ 1 and its second 259 ≡ 6. Raising the first digit
+        // from 3 to 4 adds 10 to the first sum (231 ≡ 0, check digit still 0) and 11 to the
+        // second (remainder unchanged): the only undetected substitution.
+        let accepted: Vec<(usize, char)> = substitutions(SPECIMEN, DIGITS)
             .into_iter()
             .filter(|(_, _, m)| SCHEME.decode(m).is_ok())
-            .map(|(_, _, m)| m)
+            .map(|(i, c, _)| (i, c))
             .collect();
-        assert!(accepted.is_empty(), "{accepted:?}");
+        assert_eq!(accepted, vec![(0, '4')]);
 
         let mut rng = crate::seeding::rng(1, "test", "bra-subst");
         for _ in 0..300 {
-            let s = testkit::subject("A", "B", crate::identity::govid::Sex::Male, (1980, 1, 1), "BRA", None);
+            let s = testkit::subject(
+                "A",
+                "B",
+                crate::identity::govid::Sex::Male,
+                (1980, 1, 1),
+                "BRA",
+                None,
+            );
             let id = SCHEME.generate(&s, &mut rng);
             for (i, c, m) in substitutions(&id, DIGITS) {
                 let ok = SCHEME.decode(&m).is_ok();
@@ -203,11 +214,25 @@ mod tests {
     fn rejects_repeated_digits_and_malformed_input() {
         for x in 0..10 {
             let id: String = std::iter::repeat_n(char::from_digit(x, 10).unwrap(), 11).collect();
-            assert!(matches!(SCHEME.decode(&id), Err(Problem::Impossible(_))), "{id}");
+            assert!(
+                matches!(SCHEME.decode(&id), Err(Problem::Impossible(_))),
+                "{id}"
+            );
         }
-        assert!(matches!(SCHEME.decode("39053344706"), Err(Problem::CheckDigit(_))));
-        for bad in ["3905334470", "390533447051", "3905334470A", "390.533.447-05"] {
-            assert!(matches!(SCHEME.decode(bad), Err(Problem::Syntax(_))), "{bad}");
+        assert!(matches!(
+            SCHEME.decode("39053344706"),
+            Err(Problem::CheckDigit(_))
+        ));
+        for bad in [
+            "3905334470",
+            "390533447051",
+            "3905334470A",
+            "390.533.447-05",
+        ] {
+            assert!(
+                matches!(SCHEME.decode(bad), Err(Problem::Syntax(_))),
+                "{bad}"
+            );
         }
     }
 
@@ -223,7 +248,14 @@ mod tests {
                 assert_eq!(ev.region, Some(r.to_string()), "{id}");
             }
         }
-        let sp = testkit::subject("Ana", "Silva", crate::identity::govid::Sex::Female, (1990, 5, 6), "BRA", Some("27"));
+        let sp = testkit::subject(
+            "Ana",
+            "Silva",
+            crate::identity::govid::Sex::Female,
+            (1990, 5, 6),
+            "BRA",
+            Some("27"),
+        );
         let ev = SCHEME.decode(&SCHEME.generate(&sp, &mut rng)).unwrap();
         assert_eq!(ev.region.as_deref(), Some("8"));
     }

@@ -96,27 +96,38 @@ impl Scheme for ResidentId {
             .ok_or_else(|| Problem::Syntax("the first 17 characters must be digits".into()))?;
         let last = chars[17];
         if !(last.is_ascii_digit() || last == 'X') {
-            return Err(Problem::Syntax("the check character must be 0-9 or X".into()));
+            return Err(Problem::Syntax(
+                "the check character must be 0-9 or X".into(),
+            ));
         }
         if payload[0] == 0 {
-            return Err(Problem::Syntax("the address code cannot start with 0".into()));
+            return Err(Problem::Syntax(
+                "the address code cannot start with 0".into(),
+            ));
         }
         let expected = check_char(&payload);
         if last != expected {
-            return Err(Problem::CheckDigit(format!("expected {expected}, found {last}")));
+            return Err(Problem::CheckDigit(format!(
+                "expected {expected}, found {last}"
+            )));
         }
         let year = super::number(&payload[6..10]) as i32;
         let month = super::number(&payload[10..12]);
         let day = super::number(&payload[12..14]);
         if !(1800..=2099).contains(&year) {
-            return Err(Problem::InvalidDate(format!("birth year {year} outside 1800-2099")));
+            return Err(Problem::InvalidDate(format!(
+                "birth year {year} outside 1800-2099"
+            )));
         }
         let birth = Date::new(year, month, day)
-            .ok_or_else(|| Problem::InvalidDate(format!("{}", &id[6..14])))?;
+            .ok_or_else(|| Problem::InvalidDate(id[6..14].to_string()))?;
         // Only the province level of the address code is checked: the reference lists the
         // province prefixes but not the full county table with its validity years.
         if !PROVINCES.contains(&&id[..2]) {
-            return Err(Problem::Impossible(format!("unknown province code {}", &id[..2])));
+            return Err(Problem::Impossible(format!(
+                "unknown province code {}",
+                &id[..2]
+            )));
         }
         let sex = if payload[16] % 2 == 1 {
             Sex::Male
@@ -168,7 +179,7 @@ impl Scheme for ResidentId {
 
 #[cfg(test)]
 mod tests {
-    use super::super::testkit::{self, substitutions, DIGITS};
+    use super::super::testkit::{self, substitutions};
     use super::*;
 
     const SPECIMEN: &str = "11010519491231002X";
@@ -214,22 +225,44 @@ mod tests {
 
     #[test]
     fn rejects_impossible_dates_and_provinces() {
-        for payload in ["11010519810229001", "11010519491301001", "11010517991231001"] {
+        for payload in [
+            "11010519810229001",
+            "11010519491301001",
+            "11010517991231001",
+        ] {
             let id = with_check(payload);
-            assert!(matches!(SCHEME.decode(&id), Err(Problem::InvalidDate(_))), "{id}");
+            assert!(
+                matches!(SCHEME.decode(&id), Err(Problem::InvalidDate(_))),
+                "{id}"
+            );
         }
         for payload in ["99010519491231001", "83010519491231001"] {
             let id = with_check(payload);
-            assert!(matches!(SCHEME.decode(&id), Err(Problem::Impossible(_))), "{id}");
+            assert!(
+                matches!(SCHEME.decode(&id), Err(Problem::Impossible(_))),
+                "{id}"
+            );
         }
     }
 
     #[test]
     fn rejects_malformed_input() {
-        for bad in ["11010519491231002", "11010519491231002XX", "1101051949123100AX", "X1010519491231002X", "01010519491231002X"] {
-            assert!(matches!(SCHEME.decode(bad), Err(Problem::Syntax(_))), "{bad}");
+        for bad in [
+            "11010519491231002",
+            "11010519491231002XX",
+            "1101051949123100AX",
+            "X1010519491231002X",
+            "01010519491231002X",
+        ] {
+            assert!(
+                matches!(SCHEME.decode(bad), Err(Problem::Syntax(_))),
+                "{bad}"
+            );
         }
-        assert!(matches!(SCHEME.decode("110105194912310021"), Err(Problem::CheckDigit(_))));
+        assert!(matches!(
+            SCHEME.decode("110105194912310021"),
+            Err(Problem::CheckDigit(_))
+        ));
     }
 
     #[test]

@@ -27,13 +27,17 @@ impl Scheme for Aadhaar {
     fn decode(&self, id: &str) -> Result<Evidence, Problem> {
         let d = exact_digits(id, 12)?;
         if d[0] < 2 {
-            return Err(Problem::Impossible("the first digit is never 0 or 1".into()));
+            return Err(Problem::Impossible(
+                "the first digit is never 0 or 1".into(),
+            ));
         }
         if !checks::verhoeff_valid(&d) {
             return Err(Problem::CheckDigit("Verhoeff check failed".into()));
         }
         if d.iter().eq(d.iter().rev()) {
-            return Err(Problem::Impossible("palindromic numbers are not issued".into()));
+            return Err(Problem::Impossible(
+                "palindromic numbers are not issued".into(),
+            ));
         }
         Ok(evidence(self.document()))
     }
@@ -91,7 +95,10 @@ mod tests {
         // Verhoeff-valid, but starting with 0 or 1.
         let mut low = checks::digits("12341234123").unwrap();
         low.push(checks::verhoeff_digit(&low));
-        assert!(matches!(SCHEME.decode(&render(&low)), Err(Problem::Impossible(_))));
+        assert!(matches!(
+            SCHEME.decode(&render(&low)),
+            Err(Problem::Impossible(_))
+        ));
         // A Verhoeff-valid palindrome.
         let pal = (200_000..1_000_000u32)
             .map(|n| {
@@ -103,10 +110,19 @@ mod tests {
             .find(|d| checks::verhoeff_valid(d))
             .map(|d| render(&d))
             .expect("a Verhoeff-valid palindrome exists");
-        assert!(matches!(SCHEME.decode(&pal), Err(Problem::Impossible(_))), "{pal}");
-        assert!(matches!(SCHEME.decode("234123412347"), Err(Problem::CheckDigit(_))));
+        assert!(
+            matches!(SCHEME.decode(&pal), Err(Problem::Impossible(_))),
+            "{pal}"
+        );
+        assert!(matches!(
+            SCHEME.decode("234123412347"),
+            Err(Problem::CheckDigit(_))
+        ));
         for bad in ["23412341234", "2341234123460", "23412341234A"] {
-            assert!(matches!(SCHEME.decode(bad), Err(Problem::Syntax(_))), "{bad}");
+            assert!(
+                matches!(SCHEME.decode(bad), Err(Problem::Syntax(_))),
+                "{bad}"
+            );
         }
     }
 

@@ -181,7 +181,10 @@ pub fn name_letters(given_name: &str, surname: &str) -> String {
 fn layout(c: &[char]) -> Result<(), Problem> {
     let bad = |what: &str| Err(Problem::Syntax(what.to_string()));
     if c.len() != 18 {
-        return Err(Problem::Syntax(format!("expected 18 characters, got {}", c.len())));
+        return Err(Problem::Syntax(format!(
+            "expected 18 characters, got {}",
+            c.len()
+        )));
     }
     if !c[0].is_ascii_uppercase() || !(is_vowel(c[1]) || c[1] == 'X') {
         return bad("positions 1-2 must be a letter and a vowel or X");
@@ -233,11 +236,15 @@ impl Scheme for Curp {
         let expected = check_digit(&c[..17]).expect("layout admits only alphabet characters");
         let found = c[17].to_digit(10).expect("layout checked a digit");
         if expected != found {
-            return Err(Problem::CheckDigit(format!("expected {expected}, found {found}")));
+            return Err(Problem::CheckDigit(format!(
+                "expected {expected}, found {found}"
+            )));
         }
         let head: String = c[..4].iter().collect();
         if FORBIDDEN.contains(&head.as_str()) {
-            return Err(Problem::Impossible(format!("{head} is never used as the name part")));
+            return Err(Problem::Impossible(format!(
+                "{head} is never used as the name part"
+            )));
         }
         let state: String = c[11..13].iter().collect();
         if !STATES.contains(&state.as_str()) {
@@ -337,10 +344,18 @@ mod tests {
     fn check_digit_sums_match_the_reference() {
         let chars: Vec<char> = "BOXW310820HNERXN0".chars().collect();
         assert_eq!(check_digit(&chars), Some(9));
-        let s: u32 = chars.iter().enumerate().map(|(i, &c)| value(c).unwrap() * (18 - i as u32)).sum();
+        let s: u32 = chars
+            .iter()
+            .enumerate()
+            .map(|(i, &c)| value(c).unwrap() * (18 - i as u32))
+            .sum();
         assert_eq!(s, 2551);
         let chars: Vec<char> = "AAPR630321HDFLRC0".chars().collect();
-        let s: u32 = chars.iter().enumerate().map(|(i, &c)| value(c).unwrap() * (18 - i as u32)).sum();
+        let s: u32 = chars
+            .iter()
+            .enumerate()
+            .map(|(i, &c)| value(c).unwrap() * (18 - i as u32))
+            .sum();
         assert_eq!(s, 1941);
         assert_eq!(value('N'), Some(23));
         assert_eq!(value('Ñ'), Some(24));
@@ -350,7 +365,7 @@ mod tests {
 
     /// Replacing the character at position `i` (weight 18 − i) by one whose value differs by
     /// Δ shifts the sum by weight × Δ; the check digit cannot see it when that is a multiple
-    /// of 10: weight 10 (position 9) always, even weights when Δ is a multiple of 5, weights
+    /// of 10: weight 10 (index 8) always, even weights when Δ is a multiple of 5, weights
     /// 15 and 5 when Δ is even, the other odd weights when Δ is a multiple of 10. The layout,
     /// date, state and word rules still reject many of those; the rest are accepted.
     fn invisible_to_check(id: &str, pos: usize, new: char) -> bool {
@@ -372,16 +387,32 @@ mod tests {
                 accepted.push(m);
             }
         }
-        // Exactly these mutations survive: the day's tens digit (weight 10) can become 1
-        // (0 and 3 give dates that do not exist or are the original), consonants and letters
-        // at even-weight positions shifted by 5 or 10 alphabet places, ...
-        let expected = [
-            "AAPR630311HDFLRC09", // weight 10, day 21 -> 11
-            "AAPR630301HDFLRC09", // weight 10, day 21 -> 01
+        // Exactly these survive, by position (0-based) and replacement: every one is a
+        // weight × Δ ≡ 0 (mod 10) change that also keeps the layout, date and state valid.
+        // Among them: 630321 -> 130321 (weight 14, Δ = 5), the day's tens digit (weight 10)
+        // to 0, 1 or 3, the sex H -> M (weight 8, Δ = 5) and the disambiguator 0 -> A
+        // (weight 2, Δ = 10), which moves the birth to 2063.
+        let expected: [(usize, &str); 10] = [
+            (0, "FKOTY"),
+            (2, "BGLUZ"),
+            (3, "ACEGIKMPTVXZ"),
+            (4, "1"),
+            (8, "013"),
+            (10, "M"),
+            (13, "BDFHJNQSWY"),
+            (14, "DNW"),
+            (15, "MV"),
+            (16, "5AFKOTY"),
         ];
-        for e in expected {
-            assert!(accepted.contains(&e.to_string()), "{e} not accepted: {accepted:?}");
+        let mut want = Vec::new();
+        for (pos, chars) in expected {
+            for c in chars.chars() {
+                let mut m: Vec<char> = spec.chars().collect();
+                m[pos] = c;
+                want.push(m.into_iter().collect::<String>());
+            }
         }
+        assert_eq!(accepted, want);
 
         let mut rng = crate::seeding::rng(1, "test", "mex-subst");
         for s in testkit::subjects("MEX", &["09", "19"]) {
@@ -421,15 +452,39 @@ mod tests {
             let chars: Vec<char> = body.chars().collect();
             format!("{body}{}", check_digit(&chars).unwrap())
         };
-        for bad in ["AAPR630321HDFLRC0", "AAPR630321HDFLRC090", "ABPR630321HDFLRC09", "AAPR63O321HDFLRC09", "AAPR630321XDFLRC09", "AAPR630321HDFLAC09", "AAPR630321HDFLRC0A"] {
-            assert!(matches!(SCHEME.decode(bad), Err(Problem::Syntax(_))), "{bad}");
+        for bad in [
+            "AAPR630321HDFLRC0",
+            "AAPR630321HDFLRC090",
+            "ABPR630321HDFLRC09",
+            "AAPR63O321HDFLRC09",
+            "AAPR630321XDFLRC09",
+            "AAPR630321HDFLAC09",
+            "AAPR630321HDFLRC0A",
+        ] {
+            assert!(
+                matches!(SCHEME.decode(bad), Err(Problem::Syntax(_))),
+                "{bad}"
+            );
         }
-        assert!(matches!(SCHEME.decode("AAPR630321HDFLRC08"), Err(Problem::CheckDigit(_))));
-        for bad in [fix("AAPR630231HDFLRC0"), fix("AAPR631321HDFLRC0"), fix("AAPR010229HDFLRCA")] {
-            assert!(matches!(SCHEME.decode(&bad), Err(Problem::InvalidDate(_))), "{bad}");
+        assert!(matches!(
+            SCHEME.decode("AAPR630321HDFLRC08"),
+            Err(Problem::CheckDigit(_))
+        ));
+        for bad in [
+            fix("AAPR630231HDFLRC0"),
+            fix("AAPR631321HDFLRC0"),
+            fix("AAPR010229HDFLRCA"),
+        ] {
+            assert!(
+                matches!(SCHEME.decode(&bad), Err(Problem::InvalidDate(_))),
+                "{bad}"
+            );
         }
         for bad in [fix("AAPR630321HZZLRC0"), fix("PEDO630321HDFLRC0")] {
-            assert!(matches!(SCHEME.decode(&bad), Err(Problem::Impossible(_))), "{bad}");
+            assert!(
+                matches!(SCHEME.decode(&bad), Err(Problem::Impossible(_))),
+                "{bad}"
+            );
         }
     }
 
@@ -448,7 +503,14 @@ mod tests {
                 assert_eq!(ev.region.as_deref(), state_for_admin1(a));
             }
         }
-        let s = testkit::subject("María José", "de la Peña", Sex::Female, (2003, 7, 9), "MEX", Some("14"));
+        let s = testkit::subject(
+            "María José",
+            "de la Peña",
+            Sex::Female,
+            (2003, 7, 9),
+            "MEX",
+            Some("14"),
+        );
         let id = SCHEME.generate(&s, &mut rng);
         let ev = SCHEME.decode(&id).unwrap();
         assert_eq!(ev.region.as_deref(), Some("JC"));

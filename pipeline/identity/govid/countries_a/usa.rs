@@ -31,7 +31,9 @@ impl Scheme for Ssn {
         let d = exact_digits(id, 9)?;
         let area = number(&d[0..3]);
         if area == 0 || area == 666 || area >= 900 {
-            return Err(Problem::Impossible(format!("area {area:03} is never assigned")));
+            return Err(Problem::Impossible(format!(
+                "area {area:03} is never assigned"
+            )));
         }
         if number(&d[3..5]) == 0 {
             return Err(Problem::Impossible("group 00 is never assigned".into()));
@@ -40,7 +42,9 @@ impl Scheme for Ssn {
             return Err(Problem::Impossible("serial 0000 is never assigned".into()));
         }
         if MISUSED.contains(&id) {
-            return Err(Problem::Impossible(format!("{id} is a publicly misused number")));
+            return Err(Problem::Impossible(format!(
+                "{id} is a publicly misused number"
+            )));
         }
         Ok(evidence(self.document()))
     }
@@ -91,10 +95,18 @@ mod tests {
     #[test]
     fn rejects_never_assigned_areas_groups_and_serials() {
         for bad in [
-            "000123456", "666123456", "900123456", "987654320", "999123456", "123006789",
+            "000123456",
+            "666123456",
+            "900123456",
+            "987654320",
+            "999123456",
+            "123006789",
             "123450000",
         ] {
-            assert!(matches!(SCHEME.decode(bad), Err(Problem::Impossible(_))), "{bad}");
+            assert!(
+                matches!(SCHEME.decode(bad), Err(Problem::Impossible(_))),
+                "{bad}"
+            );
         }
     }
 
@@ -102,14 +114,20 @@ mod tests {
     fn rejects_misused_numbers() {
         for bad in ["078-05-1120", "219-09-9999", "457-55-5462"] {
             let id = SCHEME.normalize(bad);
-            assert!(matches!(SCHEME.decode(&id), Err(Problem::Impossible(_))), "{bad}");
+            assert!(
+                matches!(SCHEME.decode(&id), Err(Problem::Impossible(_))),
+                "{bad}"
+            );
         }
     }
 
     #[test]
     fn rejects_malformed_input() {
         for bad in ["12345678", "1234567890", "12345678A", "123-45-6789", ""] {
-            assert!(matches!(SCHEME.decode(bad), Err(Problem::Syntax(_))), "{bad}");
+            assert!(
+                matches!(SCHEME.decode(bad), Err(Problem::Syntax(_))),
+                "{bad}"
+            );
         }
     }
 

@@ -24,8 +24,8 @@ const RMO: [u32; 6] = [1, 2, 3, 4, 5, 9];
 const FIRST_YEAR: i32 = 1870;
 
 /// District code of the divisional seat, for a GeoNames admin1 (division) code of Bangladesh.
-/// District codes follow the national geocode list; only 26 (Dhaka) is confirmed by the
-/// reference.
+/// District codes follow the national geocode list; only 26 (Dhaka) is confirmed by
+/// shared/reference/government_ids.md.
 pub fn district_of_admin1(admin1: &str) -> Option<&'static str> {
     Some(match admin1 {
         "81" => "26", // Dhaka
@@ -64,7 +64,9 @@ impl Scheme for Nid {
             } else {
                 ""
             };
-            return Err(Problem::Syntax(format!("expected 17 digits, got {len}{note}")));
+            return Err(Problem::Syntax(format!(
+                "expected 17 digits, got {len}{note}"
+            )));
         }
         let year = number(&d[0..4]) as i32;
         if !(FIRST_YEAR..=AS_OF.year).contains(&year) {
@@ -107,7 +109,7 @@ impl Scheme for Nid {
              unpublished.",
             "District, upazila and union codes are not checked, for lack of a table. Generation \
              maps the birth division to the district code of its seat (national geocode list; \
-             only 26 = Dhaka is confirmed by the reference).",
+             only 26 = Dhaka is confirmed).",
             "Birth years before 1870 or after the as-of year (2026) are rejected as impossible.",
             "There is no check digit: a generated number can coincide with a real one.",
         ]
@@ -122,7 +124,10 @@ mod tests {
 
     #[test]
     fn reference_sample_decodes() {
-        assert_eq!(SCHEME.normalize("1984 1592 8245 88424"), "19841592824588424");
+        assert_eq!(
+            SCHEME.normalize("1984 1592 8245 88424"),
+            "19841592824588424"
+        );
         let ev = SCHEME.decode("19841592824588424").unwrap();
         assert_eq!(ev.document, "NID");
         assert_eq!(ev.birth_year, Some(1984));
@@ -154,8 +159,15 @@ mod tests {
         ] {
             assert!(matches!(SCHEME.decode(id), Err(Problem::Syntax(_))), "{id}");
         }
-        for id in ["00001592824588424", "18001592824588424", "20301592824588424"] {
-            assert!(matches!(SCHEME.decode(id), Err(Problem::Impossible(_))), "{id}");
+        for id in [
+            "00001592824588424",
+            "18001592824588424",
+            "20301592824588424",
+        ] {
+            assert!(
+                matches!(SCHEME.decode(id), Err(Problem::Impossible(_))),
+                "{id}"
+            );
         }
     }
 

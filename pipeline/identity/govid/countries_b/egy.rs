@@ -15,8 +15,8 @@ pub static SCHEME: NationalId = NationalId;
 
 /// Governorate codes of births in Egypt.
 const GOVERNORATES: [&str; 27] = [
-    "01", "02", "03", "04", "11", "12", "13", "14", "15", "16", "17", "18", "19", "21", "22",
-    "23", "24", "25", "26", "27", "28", "29", "31", "32", "33", "34", "35",
+    "01", "02", "03", "04", "11", "12", "13", "14", "15", "16", "17", "18", "19", "21", "22", "23",
+    "24", "25", "26", "27", "28", "29", "31", "32", "33", "34", "35",
 ];
 
 /// Governorate code of births abroad.
@@ -85,14 +85,24 @@ impl Scheme for NationalId {
             3 => 2000,
             c => return Err(Problem::Impossible(format!("unknown century digit {c}"))),
         };
-        let date = calendar_date(century + number(&d[1..3]) as i32, number(&d[3..5]), number(&d[5..7]))?;
+        let date = calendar_date(
+            century + number(&d[1..3]) as i32,
+            number(&d[3..5]),
+            number(&d[5..7]),
+        )?;
         let date = not_after_as_of(date)?;
         let gov = &id[7..9];
         let abroad = gov == ABROAD;
         if !abroad && !GOVERNORATES.contains(&gov) {
-            return Err(Problem::Impossible(format!("unknown governorate code {gov}")));
+            return Err(Problem::Impossible(format!(
+                "unknown governorate code {gov}"
+            )));
         }
-        let sex = if d[12] % 2 == 1 { Sex::Male } else { Sex::Female };
+        let sex = if d[12] % 2 == 1 {
+            Sex::Male
+        } else {
+            Sex::Female
+        };
         // The final digit is not checked: its algorithm is unofficial and fails some
         // published samples.
         Ok(Evidence {
@@ -176,12 +186,21 @@ mod tests {
         assert_eq!(ev.region.as_deref(), Some("01"));
         assert_eq!(ev.born_abroad, Some(false));
         assert_eq!(ev.sex, Some(Sex::Male));
-        assert_eq!(unofficial_check_digit(&checks::digits("2900101010123").unwrap()), 4);
+        assert_eq!(
+            unofficial_check_digit(&checks::digits("2900101010123").unwrap()),
+            4
+        );
     }
 
     #[test]
     fn published_samples_are_accepted_whatever_their_final_digit() {
-        let matching = ["29001010101234", "29010280165195", "27510120200771", "28309102300111", "29803050202393"];
+        let matching = [
+            "29001010101234",
+            "29010280165195",
+            "27510120200771",
+            "28309102300111",
+            "29803050202393",
+        ];
         for id in matching {
             let d = checks::digits(id).unwrap();
             assert_eq!(unofficial_check_digit(&d[..13]), d[13], "{id}");
@@ -200,7 +219,10 @@ mod tests {
         assert_eq!(ev.birth_date, Date::new(1998, 3, 5));
         assert_eq!(ev.sex, Some(Sex::Male));
         // This sample's governorate 55 is not a governorate code.
-        assert!(matches!(SCHEME.decode("30201095501283"), Err(Problem::Impossible(_))));
+        assert!(matches!(
+            SCHEME.decode("30201095501283"),
+            Err(Problem::Impossible(_))
+        ));
     }
 
     #[test]
@@ -219,7 +241,12 @@ mod tests {
 
     #[test]
     fn malformed_numbers_are_rejected() {
-        for id in ["2900101010123", "290010101012345", "2900101010123X", "2-900101-01-0123-4"] {
+        for id in [
+            "2900101010123",
+            "290010101012345",
+            "2900101010123X",
+            "2-900101-01-0123-4",
+        ] {
             assert!(matches!(SCHEME.decode(id), Err(Problem::Syntax(_))), "{id}");
         }
         // Century digits 1 and 4, governorates 00, 05, 20, 36 and 99, a birth in 2099.
@@ -233,7 +260,10 @@ mod tests {
             "29001019901234",
             "39901010101234",
         ] {
-            assert!(matches!(SCHEME.decode(id), Err(Problem::Impossible(_))), "{id}");
+            assert!(
+                matches!(SCHEME.decode(id), Err(Problem::Impossible(_))),
+                "{id}"
+            );
         }
         // Month 00 and 13, day 00 and 32, 29 February 1900 and 2001, 31 June.
         for id in [
@@ -245,7 +275,10 @@ mod tests {
             "30102290101234",
             "29006310101234",
         ] {
-            assert!(matches!(SCHEME.decode(id), Err(Problem::InvalidDate(_))), "{id}");
+            assert!(
+                matches!(SCHEME.decode(id), Err(Problem::InvalidDate(_))),
+                "{id}"
+            );
         }
     }
 

@@ -16,48 +16,48 @@ pub static SCHEME: Nik = Nik;
 /// Sulawesi and Maluku codes, and 91-96 for Papua (the old 91/94 codes and the codes of the
 /// provinces split off in 2022, whose use in numbers is not confirmed).
 const PROVINCES: [&str; 38] = [
-    "11", "12", "13", "14", "15", "16", "17", "18", "19", "21", "31", "32", "33", "34", "35",
-    "36", "51", "52", "53", "61", "62", "63", "64", "65", "71", "72", "73", "74", "75", "76",
-    "81", "82", "91", "92", "93", "94", "95", "96",
+    "11", "12", "13", "14", "15", "16", "17", "18", "19", "21", "31", "32", "33", "34", "35", "36",
+    "51", "52", "53", "61", "62", "63", "64", "65", "71", "72", "73", "74", "75", "76", "81", "82",
+    "91", "92", "93", "94", "95", "96",
 ];
 
 /// Province code for a GeoNames admin1 code of Indonesia. The Papua provinces created in
 /// 2022 map to the code of the province they were split from (94 Papua, 91 West Papua).
 pub fn province_of_admin1(admin1: &str) -> Option<&'static str> {
     Some(match admin1 {
-        "01" => "11", // Aceh
-        "26" => "12", // North Sumatra
-        "24" => "13", // West Sumatra
-        "37" => "14", // Riau
-        "05" => "15", // Jambi
-        "32" => "16", // South Sumatra
-        "03" => "17", // Bengkulu
-        "15" => "18", // Lampung
-        "35" => "19", // Bangka-Belitung
-        "40" => "21", // Riau Islands
-        "04" => "31", // Jakarta
-        "30" => "32", // West Java
-        "07" => "33", // Central Java
-        "10" => "34", // Yogyakarta
-        "08" => "35", // East Java
-        "33" => "36", // Banten
-        "02" => "51", // Bali
-        "17" => "52", // West Nusa Tenggara
-        "18" => "53", // East Nusa Tenggara
-        "11" => "61", // West Kalimantan
-        "13" => "62", // Central Kalimantan
-        "12" => "63", // South Kalimantan
-        "14" => "64", // East Kalimantan
-        "42" => "65", // North Kalimantan
-        "31" => "71", // North Sulawesi
-        "21" => "72", // Central Sulawesi
-        "38" => "73", // South Sulawesi
-        "22" => "74", // Southeast Sulawesi
-        "34" => "75", // Gorontalo
-        "41" => "76", // West Sulawesi
-        "28" => "81", // Maluku
-        "29" => "82", // North Maluku
-        "39" | "PD" => "91", // West Papua, Southwest Papua
+        "01" => "11",                      // Aceh
+        "26" => "12",                      // North Sumatra
+        "24" => "13",                      // West Sumatra
+        "37" => "14",                      // Riau
+        "05" => "15",                      // Jambi
+        "32" => "16",                      // South Sumatra
+        "03" => "17",                      // Bengkulu
+        "15" => "18",                      // Lampung
+        "35" => "19",                      // Bangka-Belitung
+        "40" => "21",                      // Riau Islands
+        "04" => "31",                      // Jakarta
+        "30" => "32",                      // West Java
+        "07" => "33",                      // Central Java
+        "10" => "34",                      // Yogyakarta
+        "08" => "35",                      // East Java
+        "33" => "36",                      // Banten
+        "02" => "51",                      // Bali
+        "17" => "52",                      // West Nusa Tenggara
+        "18" => "53",                      // East Nusa Tenggara
+        "11" => "61",                      // West Kalimantan
+        "13" => "62",                      // Central Kalimantan
+        "12" => "63",                      // South Kalimantan
+        "14" => "64",                      // East Kalimantan
+        "42" => "65",                      // North Kalimantan
+        "31" => "71",                      // North Sulawesi
+        "21" => "72",                      // Central Sulawesi
+        "38" => "73",                      // South Sulawesi
+        "22" => "74",                      // Southeast Sulawesi
+        "34" => "75",                      // Gorontalo
+        "41" => "76",                      // West Sulawesi
+        "28" => "81",                      // Maluku
+        "29" => "82",                      // North Maluku
+        "39" | "PD" => "91",               // West Papua, Southwest Papua
         "36" | "PE" | "PS" | "PT" => "94", // Papua, Highland, South and Central Papua
         _ => return None,
     })
@@ -80,7 +80,9 @@ impl Scheme for Nik {
         let d = fixed_digits(id, 16)?;
         let province = &id[0..2];
         if !PROVINCES.contains(&province) {
-            return Err(Problem::Impossible(format!("unknown province code {province}")));
+            return Err(Problem::Impossible(format!(
+                "unknown province code {province}"
+            )));
         }
         let day_field = number(&d[6..8]);
         let (sex, day) = match day_field {
@@ -185,12 +187,27 @@ mod tests {
 
     #[test]
     fn malformed_numbers_are_rejected() {
-        assert!(matches!(SCHEME.decode("317101570845000"), Err(Problem::Syntax(_))));
-        assert!(matches!(SCHEME.decode("31710157084500011"), Err(Problem::Syntax(_))));
-        assert!(matches!(SCHEME.decode("31710157O8450001"), Err(Problem::Syntax(_))));
+        assert!(matches!(
+            SCHEME.decode("317101570845000"),
+            Err(Problem::Syntax(_))
+        ));
+        assert!(matches!(
+            SCHEME.decode("31710157084500011"),
+            Err(Problem::Syntax(_))
+        ));
+        assert!(matches!(
+            SCHEME.decode("31710157O8450001"),
+            Err(Problem::Syntax(_))
+        ));
         // Unknown province.
-        assert!(matches!(SCHEME.decode("9971011708450001"), Err(Problem::Impossible(_))));
-        assert!(matches!(SCHEME.decode("2071011708450001"), Err(Problem::Impossible(_))));
+        assert!(matches!(
+            SCHEME.decode("9971011708450001"),
+            Err(Problem::Impossible(_))
+        ));
+        assert!(matches!(
+            SCHEME.decode("2071011708450001"),
+            Err(Problem::Impossible(_))
+        ));
         // Day fields 00, 32, 40, 72; month 13; 30 February; 29 February 2001.
         for id in [
             "3171010008450001",
@@ -201,7 +218,10 @@ mod tests {
             "3171013002450001",
             "3171016902010001",
         ] {
-            assert!(matches!(SCHEME.decode(id), Err(Problem::InvalidDate(_))), "{id}");
+            assert!(
+                matches!(SCHEME.decode(id), Err(Problem::InvalidDate(_))),
+                "{id}"
+            );
         }
     }
 

@@ -49,7 +49,10 @@ impl Scheme for KodMelli {
         }
         let expected = check_digit(&d[..9]);
         if d[9] != expected {
-            return Err(Problem::CheckDigit(format!("expected {expected}, found {}", d[9])));
+            return Err(Problem::CheckDigit(format!(
+                "expected {expected}, found {}",
+                d[9]
+            )));
         }
         Ok(Evidence {
             document: self.document().into(),
@@ -110,7 +113,10 @@ mod tests {
     #[test]
     fn every_substitution_of_the_worked_example_is_rejected() {
         for (i, v, m) in digit_substitutions("0932833810") {
-            assert!(SCHEME.decode(&m).is_err(), "{m} (position {i} -> {v}) accepted");
+            assert!(
+                SCHEME.decode(&m).is_err(),
+                "{m} (position {i} -> {v}) accepted"
+            );
         }
     }
 
@@ -157,9 +163,15 @@ mod tests {
             let id: String = std::iter::repeat_n(x, 10).collect();
             let d = checks::digits(&id).unwrap();
             assert_eq!(check_digit(&d[..9]), d[9]);
-            assert!(matches!(SCHEME.decode(&id), Err(Problem::Impossible(_))), "{id}");
+            assert!(
+                matches!(SCHEME.decode(&id), Err(Problem::Impossible(_))),
+                "{id}"
+            );
         }
-        assert!(matches!(SCHEME.decode("0932833811"), Err(Problem::CheckDigit(_))));
+        assert!(matches!(
+            SCHEME.decode("0932833811"),
+            Err(Problem::CheckDigit(_))
+        ));
     }
 
     #[test]

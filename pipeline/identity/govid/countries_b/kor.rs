@@ -48,7 +48,7 @@ fn century_sex(d: u32) -> (i32, Sex, bool) {
     }
 }
 
-/// Region codes of the admin1 units the reference documents, keyed by GeoNames admin1 code.
+/// Region codes of the admin1 units with documented ranges, keyed by GeoNames admin1 code.
 pub fn region_range_of_admin1(admin1: &str) -> Option<std::ops::RangeInclusive<u32>> {
     match admin1 {
         "11" => Some(0..=8),  // Seoul
@@ -73,7 +73,11 @@ impl Scheme for Rrn {
     fn decode(&self, id: &str) -> Result<Evidence, Problem> {
         let d = fixed_digits(id, 13)?;
         let (century, sex, foreigner) = century_sex(d[6]);
-        let date = calendar_date(century + number(&d[0..2]) as i32, number(&d[2..4]), number(&d[4..6]))?;
+        let date = calendar_date(
+            century + number(&d[0..2]) as i32,
+            number(&d[2..4]),
+            number(&d[4..6]),
+        )?;
         let date = not_after_as_of(date)?;
         let mut ev = Evidence {
             document: self.document().into(),
@@ -93,7 +97,10 @@ impl Scheme for Rrn {
         }
         let expected = check_digit(&d[..12]);
         if d[12] != expected {
-            return Err(Problem::CheckDigit(format!("expected {expected}, found {}", d[12])));
+            return Err(Problem::CheckDigit(format!(
+                "expected {expected}, found {}",
+                d[12]
+            )));
         }
         if !foreigner {
             ev.region = Some(id[7..9].to_string());
@@ -112,7 +119,7 @@ impl Scheme for Rrn {
             (_, Sex::Male) => 3,
             (_, Sex::Female) => 4,
         };
-        // Always the pre-2020 layout (the reference's safe rule): Seoul and Busan have
+        // Always the pre-2020 layout (the documented safe rule): Seoul and Busan have
         // documented region ranges; other places in Korea get a code outside them, drawn from
         // the rng, and births abroad or of unknown place any code in use.
         let region = match (subject.birth_country_iso3, subject.birth_admin1) {
@@ -135,7 +142,10 @@ impl Scheme for Rrn {
         ];
         payload.extend((0..3).map(|_| rng.random_range(0..10u32)));
         payload.push(check_digit(&payload));
-        payload.iter().map(|x| char::from(b'0' + *x as u8)).collect()
+        payload
+            .iter()
+            .map(|x| char::from(b'0' + *x as u8))
+            .collect()
     }
 
     fn uncertainties(&self) -> &'static [&'static str] {
@@ -145,7 +155,7 @@ impl Scheme for Rrn {
              region is decoded from them.",
             "Only the Seoul (00-08) and Busan (09-12) region ranges are documented; other places \
              of birth get a code from 13-96 drawn from the rng, and codes above 96 are rejected \
-             as python-stdnum does.",
+             as common validators do.",
             "No reserved range exists: a generated number can coincide with a real one.",
             "Birth dates after the fixed as-of date (2026-12-31) are rejected as impossible.",
         ]
@@ -192,7 +202,10 @@ mod tests {
     fn every_substitution_of_the_worked_example_is_rejected() {
         // Its weighted sum is 3 (mod 11), away from the two residues that share a check digit.
         for (i, v, m) in digit_substitutions("8503151012348") {
-            assert!(SCHEME.decode(&m).is_err(), "{m} (position {i} -> {v}) accepted");
+            assert!(
+                SCHEME.decode(&m).is_err(),
+                "{m} (position {i} -> {v}) accepted"
+            );
         }
     }
 
@@ -205,7 +218,10 @@ mod tests {
         // number still has a real, pre-2020 date and a region code <= 96.
         // Specimen with S ≡ 10: the undetected changes are those with w_i·δ ≡ 1.
         let spec = "8503151010091";
-        assert_eq!(checks::weighted_sum(&checks::digits(&spec[..12]).unwrap(), &WEIGHTS) % 11, 10);
+        assert_eq!(
+            checks::weighted_sum(&checks::digits(&spec[..12]).unwrap(), &WEIGHTS) % 11,
+            10
+        );
         assert!(SCHEME.decode(spec).is_ok());
         let accepted: Vec<(usize, char)> = digit_substitutions(spec)
             .into_iter()
@@ -224,8 +240,8 @@ mod tests {
             (11, '7'),
         ];
         assert_eq!(accepted, expected);
-        // Position 6 (weight 8, δ = 7 turns 1 into 8) would give a foreign female born in
-        // 2085, rejected as a future date; position 4 would need a digit outside 0-9.
+        // The other positions: 2 and 4 would give month 33 and day 35, and 6 (weight 8,
+        // δ = 7 turns 1 into 8) a foreign female born in 2085, rejected as a future date.
         for (i, v) in expected {
             let mut m: Vec<char> = spec.chars().collect();
             m[i] = v;
@@ -269,7 +285,10 @@ mod tests {
         assert!(matches!(SCHEME.decode(&s), Err(Problem::InvalidDate(_))));
         let p = checks::digits("000229412345").unwrap();
         let s = format!("000229412345{}", check_digit(&p));
-        assert_eq!(SCHEME.decode(&s).unwrap().birth_date, Date::new(2000, 2, 29));
+        assert_eq!(
+            SCHEME.decode(&s).unwrap().birth_date,
+            Date::new(2000, 2, 29)
+        );
     }
 
     #[test]
@@ -291,14 +310,29 @@ mod tests {
 
     #[test]
     fn malformed_numbers_are_rejected() {
-        assert!(matches!(SCHEME.decode("850315101234"), Err(Problem::Syntax(_))));
-        assert!(matches!(SCHEME.decode("85031510123480"), Err(Problem::Syntax(_))));
-        assert!(matches!(SCHEME.decode("85031510123A8"), Err(Problem::Syntax(_))));
-        assert!(matches!(SCHEME.decode("850315-1012348"), Err(Problem::Syntax(_))));
+        assert!(matches!(
+            SCHEME.decode("850315101234"),
+            Err(Problem::Syntax(_))
+        ));
+        assert!(matches!(
+            SCHEME.decode("85031510123480"),
+            Err(Problem::Syntax(_))
+        ));
+        assert!(matches!(
+            SCHEME.decode("85031510123A8"),
+            Err(Problem::Syntax(_))
+        ));
+        assert!(matches!(
+            SCHEME.decode("850315-1012348"),
+            Err(Problem::Syntax(_))
+        ));
         // Month 13, day 32, 31 April.
         for p in ["851315101234", "850332101234", "850431101234"] {
             let s = format!("{p}{}", check_digit(&checks::digits(p).unwrap()));
-            assert!(matches!(SCHEME.decode(&s), Err(Problem::InvalidDate(_))), "{s}");
+            assert!(
+                matches!(SCHEME.decode(&s), Err(Problem::InvalidDate(_))),
+                "{s}"
+            );
         }
         // Region 97.
         let p = "850315197234";
@@ -308,7 +342,10 @@ mod tests {
         let p = "850315301234";
         let s = format!("{p}{}", check_digit(&checks::digits(p).unwrap()));
         assert!(matches!(SCHEME.decode(&s), Err(Problem::Impossible(_))));
-        assert!(matches!(SCHEME.decode("8503151012349"), Err(Problem::CheckDigit(_))));
+        assert!(matches!(
+            SCHEME.decode("8503151012349"),
+            Err(Problem::CheckDigit(_))
+        ));
     }
 
     #[test]

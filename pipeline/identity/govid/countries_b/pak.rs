@@ -44,11 +44,18 @@ impl Scheme for Cnic {
     fn decode(&self, id: &str) -> Result<Evidence, Problem> {
         let d = fixed_digits(id, 13)?;
         if !(1..=7).contains(&d[0]) {
-            return Err(Problem::Impossible(format!("unknown province digit {}", d[0])));
+            return Err(Problem::Impossible(format!(
+                "unknown province digit {}",
+                d[0]
+            )));
         }
         // A final 0 is rejected by some validators, but whether NADRA issues it is not
         // published: it is accepted and read as even.
-        let sex = if d[12] % 2 == 1 { Sex::Male } else { Sex::Female };
+        let sex = if d[12] % 2 == 1 {
+            Sex::Male
+        } else {
+            Sex::Female
+        };
         Ok(Evidence {
             document: self.document().into(),
             sex: Some(sex),
@@ -118,20 +125,37 @@ mod tests {
 
     #[test]
     fn malformed_numbers_are_rejected() {
-        for id in ["422010397640", "42201039764081", "42201O3976408", "42201-0397640-8"] {
+        for id in [
+            "422010397640",
+            "42201039764081",
+            "42201O3976408",
+            "42201-0397640-8",
+        ] {
             assert!(matches!(SCHEME.decode(id), Err(Problem::Syntax(_))), "{id}");
         }
         for id in ["0220103976408", "8220103976408", "9220103976408"] {
-            assert!(matches!(SCHEME.decode(id), Err(Problem::Impossible(_))), "{id}");
+            assert!(
+                matches!(SCHEME.decode(id), Err(Problem::Impossible(_))),
+                "{id}"
+            );
         }
     }
 
     #[test]
     fn generated_numbers_decode_to_the_subject() {
         let subjects = [
-            (subject(Sex::Male, (1980, 1, 1), "PAK", Some("05")), Some("4")),
-            (subject(Sex::Female, (1990, 2, 2), "PAK", Some("04")), Some("3")),
-            (subject(Sex::Female, (1970, 3, 3), "PAK", Some("08")), Some("6")),
+            (
+                subject(Sex::Male, (1980, 1, 1), "PAK", Some("05")),
+                Some("4"),
+            ),
+            (
+                subject(Sex::Female, (1990, 2, 2), "PAK", Some("04")),
+                Some("3"),
+            ),
+            (
+                subject(Sex::Female, (1970, 3, 3), "PAK", Some("08")),
+                Some("6"),
+            ),
             (subject(Sex::Male, (2000, 4, 4), "PAK", Some("06")), None),
             (subject(Sex::Female, (1965, 5, 5), "GBR", None), None),
         ];

@@ -69,12 +69,20 @@ mod tests {
         assert_eq!(ev.region, None);
         // A MOSIP sample UIN, Verhoeff-valid.
         assert!(SCHEME.decode("742192367293").is_ok());
-        assert!(checks::verhoeff_valid(&checks::digits("742192367293").unwrap()));
+        assert!(checks::verhoeff_valid(
+            &checks::digits("742192367293").unwrap()
+        ));
     }
 
     #[test]
     fn malformed_numbers_are_rejected() {
-        for id in ["12345678901", "1234567890123", "12345678901A", "", "1234-5678-9012"] {
+        for id in [
+            "12345678901",
+            "1234567890123",
+            "12345678901A",
+            "",
+            "1234-5678-9012",
+        ] {
             assert!(matches!(SCHEME.decode(id), Err(Problem::Syntax(_))), "{id}");
         }
     }

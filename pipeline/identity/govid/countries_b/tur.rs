@@ -61,8 +61,10 @@ impl Scheme for Tckn {
     }
 
     fn uncertainties(&self) -> &'static [&'static str] {
-        &["No official test range exists (10000000146 is a common dummy, not a reserved one): \
-           a generated number can coincide with a real one."]
+        &[
+            "No official test range exists (10000000146 is a common dummy, not a reserved one): \
+           a generated number can coincide with a real one.",
+        ]
     }
 }
 
@@ -80,7 +82,13 @@ mod tests {
         for id in ["17291716060", "10000000146", "11111111110"] {
             let ev = SCHEME.decode(id).unwrap();
             assert_eq!(ev.document, "TCKN");
-            assert_eq!(ev, Evidence { document: "TCKN".into(), ..Evidence::default() });
+            assert_eq!(
+                ev,
+                Evidence {
+                    document: "TCKN".into(),
+                    ..Evidence::default()
+                }
+            );
         }
     }
 
@@ -91,18 +99,33 @@ mod tests {
         for spec in ["17291716060", "10000000146", "98765432150"] {
             assert!(SCHEME.decode(spec).is_ok(), "{spec}");
             for (i, v, m) in digit_substitutions(spec) {
-                assert!(SCHEME.decode(&m).is_err(), "{m} (position {i} -> {v}) accepted");
+                assert!(
+                    SCHEME.decode(&m).is_err(),
+                    "{m} (position {i} -> {v}) accepted"
+                );
             }
         }
     }
 
     #[test]
     fn malformed_numbers_are_rejected() {
-        for id in ["1729171606", "172917160600", "1729171606X", "07291716060", "172-917-160-60"] {
+        for id in [
+            "1729171606",
+            "172917160600",
+            "1729171606X",
+            "07291716060",
+            "172-917-160-60",
+        ] {
             assert!(matches!(SCHEME.decode(id), Err(Problem::Syntax(_))), "{id}");
         }
-        assert!(matches!(SCHEME.decode("17291716061"), Err(Problem::CheckDigit(_))));
-        assert!(matches!(SCHEME.decode("17291716050"), Err(Problem::CheckDigit(_))));
+        assert!(matches!(
+            SCHEME.decode("17291716061"),
+            Err(Problem::CheckDigit(_))
+        ));
+        assert!(matches!(
+            SCHEME.decode("17291716050"),
+            Err(Problem::CheckDigit(_))
+        ));
     }
 
     #[test]

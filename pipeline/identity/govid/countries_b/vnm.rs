@@ -18,9 +18,9 @@ pub static SCHEME: PersonalId = PersonalId;
 /// which is the code of one of the 63 earlier provinces (for example 001 Hà Nội, 031 Hải
 /// Phòng, 048 Đà Nẵng, 079 Hồ Chí Minh City, 092 Cần Thơ), so every one is in use.
 const PROVINCES: [&str; 34] = [
-    "01", "04", "08", "11", "12", "14", "15", "19", "20", "22", "24", "25", "31", "33", "37",
-    "38", "40", "42", "44", "46", "48", "51", "52", "56", "66", "68", "75", "79", "80", "82",
-    "86", "91", "92", "96",
+    "01", "04", "08", "11", "12", "14", "15", "19", "20", "22", "24", "25", "31", "33", "37", "38",
+    "40", "42", "44", "46", "48", "51", "52", "56", "66", "68", "75", "79", "80", "82", "86", "91",
+    "92", "96",
 ];
 
 /// First and last birth year the century digit can express.
@@ -50,7 +50,11 @@ impl Scheme for PersonalId {
         let d = fixed_digits(id, 12)?;
         // Any place code is accepted: the codes used for births registered abroad, and for
         // registrations after the 2025 merger of provinces, are not confirmed.
-        let sex = if d[3] % 2 == 0 { Sex::Male } else { Sex::Female };
+        let sex = if d[3] % 2 == 0 {
+            Sex::Male
+        } else {
+            Sex::Female
+        };
         let year = FIRST_YEAR + 100 * (d[3] / 2) as i32 + number(&d[4..6]) as i32;
         if year > AS_OF.year {
             return Err(Problem::Impossible(format!(
@@ -77,7 +81,10 @@ impl Scheme for PersonalId {
         }
         .unwrap_or_else(|| format!("0{}", PROVINCES[rng.random_range(0..PROVINCES.len())]));
         // Years outside what the century digit can express are clamped.
-        let year = subject.birth_date.year.clamp(FIRST_YEAR, LAST_YEAR.min(AS_OF.year));
+        let year = subject
+            .birth_date
+            .year
+            .clamp(FIRST_YEAR, LAST_YEAR.min(AS_OF.year));
         let offset = (year - FIRST_YEAR) as u32;
         let century_sex = 2 * (offset / 100)
             + match subject.sex {
@@ -138,12 +145,20 @@ mod tests {
 
     #[test]
     fn malformed_numbers_are_rejected() {
-        for id in ["00120512345", "0012051234567", "00120512345X", "001-205-123456"] {
+        for id in [
+            "00120512345",
+            "0012051234567",
+            "00120512345X",
+            "001-205-123456",
+        ] {
             assert!(matches!(SCHEME.decode(id), Err(Problem::Syntax(_))), "{id}");
         }
         // 2030, 2105 and 2399 are after the as-of year.
         for id in ["001230123456", "001405123456", "001999123456"] {
-            assert!(matches!(SCHEME.decode(id), Err(Problem::Impossible(_))), "{id}");
+            assert!(
+                matches!(SCHEME.decode(id), Err(Problem::Impossible(_))),
+                "{id}"
+            );
         }
     }
 

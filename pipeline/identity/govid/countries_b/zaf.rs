@@ -57,8 +57,8 @@ impl Scheme for IdNumber {
 
     fn generate(&self, subject: &Subject, rng: &mut StageRng) -> String {
         // The date is written with its two-digit year: holders aged 100 or more would decode
-        // a century late, which the scheme cannot avoid. Citizenship 0 and A = 8, as the
-        // reference advises.
+        // a century late, which the scheme cannot avoid. Citizenship 0 and A = 8, today's
+        // usual value.
         let b = subject.birth_date;
         let sequence: u32 = match subject.sex {
             Sex::Female => rng.random_range(0..5000),
@@ -93,7 +93,10 @@ mod tests {
 
     #[test]
     fn reference_examples_decode() {
-        assert_eq!(checks::luhn_digit(&checks::digits("750330504408").unwrap()), 9);
+        assert_eq!(
+            checks::luhn_digit(&checks::digits("750330504408").unwrap()),
+            9
+        );
         assert_eq!(SCHEME.normalize("750330 5044 08 9"), "7503305044089");
         let ev = SCHEME.decode("7503305044089").unwrap();
         assert_eq!(ev.document, "ID number");
@@ -110,7 +113,10 @@ mod tests {
         // changed digit always changes the sum mod 10.
         for spec in ["7503305044089", "8801235111088"] {
             for (i, v, m) in digit_substitutions(spec) {
-                assert!(SCHEME.decode(&m).is_err(), "{m} (position {i} -> {v}) accepted");
+                assert!(
+                    SCHEME.decode(&m).is_err(),
+                    "{m} (position {i} -> {v}) accepted"
+                );
             }
         }
     }
@@ -118,7 +124,10 @@ mod tests {
     #[test]
     fn birth_date_century_and_sex() {
         let with_check = |body: &str| {
-            format!("{body}{}", checks::luhn_digit(&checks::digits(body).unwrap()))
+            format!(
+                "{body}{}",
+                checks::luhn_digit(&checks::digits(body).unwrap())
+            )
         };
         let cases = [
             ("000229499908", Date::new(2000, 2, 29), Sex::Female),
@@ -139,21 +148,43 @@ mod tests {
     #[test]
     fn malformed_numbers_are_rejected() {
         let with_check = |body: &str| {
-            format!("{body}{}", checks::luhn_digit(&checks::digits(body).unwrap()))
+            format!(
+                "{body}{}",
+                checks::luhn_digit(&checks::digits(body).unwrap())
+            )
         };
-        for id in ["750330504408", "75033050440890", "75033050440X9", "750330 5044089"] {
+        for id in [
+            "750330504408",
+            "75033050440890",
+            "75033050440X9",
+            "750330 5044089",
+        ] {
             assert!(matches!(SCHEME.decode(id), Err(Problem::Syntax(_))), "{id}");
         }
         // Month 13, day 00, 31 April, 29 February 2001 / 1901.
-        for body in ["751330504408", "750300504408", "750431504408", "010229504408"] {
+        for body in [
+            "751330504408",
+            "750300504408",
+            "750431504408",
+            "010229504408",
+        ] {
             let id = with_check(body);
-            assert!(matches!(SCHEME.decode(&id), Err(Problem::InvalidDate(_))), "{id}");
+            assert!(
+                matches!(SCHEME.decode(&id), Err(Problem::InvalidDate(_))),
+                "{id}"
+            );
         }
         for c in 3..10 {
             let id = with_check(&format!("7503305044{c}8"));
-            assert!(matches!(SCHEME.decode(&id), Err(Problem::Impossible(_))), "{id}");
+            assert!(
+                matches!(SCHEME.decode(&id), Err(Problem::Impossible(_))),
+                "{id}"
+            );
         }
-        assert!(matches!(SCHEME.decode("7503305044088"), Err(Problem::CheckDigit(_))));
+        assert!(matches!(
+            SCHEME.decode("7503305044088"),
+            Err(Problem::CheckDigit(_))
+        ));
     }
 
     #[test]
