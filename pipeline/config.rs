@@ -31,6 +31,15 @@ pub struct IdentityStage {
     pub enabled: bool,
     /// Regenerations of a failing field before the fallback value is used.
     pub max_repair_rounds: usize,
+    /// Narrow each answer's JSON Schema to the layout of a valid value (email domain, the
+    /// phone's country code and length, the identifier's pattern), so constrained decoders
+    /// stay on plausible syntax.
+    #[serde(default = "yes")]
+    pub syntax_hints: bool,
+}
+
+fn yes() -> bool {
+    true
 }
 
 impl Default for IdentityStage {
@@ -38,6 +47,7 @@ impl Default for IdentityStage {
         Self {
             enabled: false,
             max_repair_rounds: 3,
+            syntax_hints: true,
         }
     }
 }

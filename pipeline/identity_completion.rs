@@ -11,7 +11,7 @@ use crate::identity::name::NameLists;
 use crate::identity::{self, email, FieldProblem, Holder, Identity};
 use crate::llm::client::LlmClient;
 use crate::llm::prompts::Template;
-use crate::llm::{pin_batch_ids, LlmRequest};
+use crate::llm::{pin_batch_ids, pin_batch_items, LlmRequest};
 use crate::margins::CityCatalog;
 use crate::profile::Person;
 use crate::seeding::rng;
@@ -79,6 +79,7 @@ pub struct Input<'a> {
     pub people: Vec<&'a Person>,
     pub reference: Date,
     pub seed: u64,
+    pub syntax_hints: bool,
 }
 
 fn document_of(tax: &Taxonomy, p: &Person) -> String {
@@ -102,6 +103,7 @@ fn request(
     var: &str,
     payload: Value,
     ids: &[String],
+    overrides: &[serde_json::Map<String, Value>],
     seed: u64,
 ) -> Result<LlmRequest> {
     let mut vars = BTreeMap::new();
@@ -113,7 +115,11 @@ fn request(
         model: s.model.clone(),
         messages: t.render(&vars)?,
         schema_name: t.schema_name.clone(),
-        schema: pin_batch_ids(&t.schema, ids),
+        schema: if overrides.is_empty() {
+            pin_batch_ids(&t.schema, ids)
+        } else {
+            pin_batch_items(&t.schema, ids, overrides)
+        },
         temperature: s.temperature,
         max_tokens: s.max_tokens,
         seed,
@@ -216,12 +222,21 @@ pub async fn run(
                     .ok_or_else(|| anyhow!("unknown id {id}"))
             })
             .collect::<Result<_>>()?;
+        let overrides: Vec<serde_json::Map<String, Value>> = ids
+            .iter()
+            .map(|id| {
+                field_schemas(&inp, inp.people[idx[id.as_str()]])
+                    .into_iter()
+                    .collect()
+            })
+            .collect();
         request(
             &t.completion,
             s.completion,
             "profiles",
             json!({ "items": items }),
             ids,
+            &overrides,
             inp.seed,
         )
     };
@@ -283,6 +298,7 @@ pub async fn run(
                     "items",
                     json!({ "items": list }),
                     ids,
+                    &[],
                     inp.seed,
                 )
             };
@@ -368,14 +384,36 @@ pub async fn run(
                 f.repair_requests += 1;
             }
         }
+        let value_schema: HashMap<String, Value> = failing
+            .iter()
+            .zip(&ids)
+            .map(|((i, p), id)| {
+                let sch = field_schemas(&inp, inp.people[*i])
+                    .remove(&p.field)
+                    .unwrap_or(json!({"type": "string", "minLength": 1}));
+                (id.clone(), sch)
+            })
+            .collect();
         let make_repair = |ids: &[String]| -> Result<LlmRequest> {
             let list: Vec<Value> = ids.iter().map(|id| items[id].clone()).collect();
+            let overrides: Vec<serde_json::Map<String, Value>> = if inp.syntax_hints {
+                ids.iter()
+                    .map(|id| {
+                        [("value".to_string(), value_schema[id].clone())]
+                            .into_iter()
+                            .collect()
+                    })
+                    .collect()
+            } else {
+                Vec::new()
+            };
             request(
                 &t.repair,
                 s.repair,
                 "items",
                 json!({ "items": list }),
                 ids,
+                &overrides,
                 inp.seed,
             )
         };
@@ -416,6 +454,33 @@ pub async fn run(
         });
     }
     Ok((out, report))
+}
+
+/// Layout hints for each identity field of a person (see `identity::*_schema`); none when
+/// the stage runs without hints.
+fn field_schemas(inp: &Input, p: &Person) -> BTreeMap<String, Value> {
+    if !inp.syntax_hints {
+        return BTreeMap::new();
+    }
+    let home = inp
+        .tax
+        .country_by_name(&p.current_country)
+        .map(|c| c.iso2.clone())
+        .unwrap_or_default();
+    let cit = inp
+        .tax
+        .country_by_name(&p.citizenship)
+        .map(|c| c.iso3.clone())
+        .unwrap_or_default();
+    let mut m = BTreeMap::new();
+    m.insert("name".to_string(), identity::name_schema());
+    m.insert("email".to_string(), identity::email_schema());
+    m.insert("phone_number".to_string(), identity::phone_schema(&home));
+    m.insert(
+        "government_id".to_string(),
+        identity::government_id_schema(&cit),
+    );
+    m
 }
 
 /// One problem per field (the first), in field order.

@@ -415,6 +415,7 @@ pub fn run_identity(inp: &Inputs, work: &Path, mode: LlmMode) -> Result<()> {
             people: selected.iter().map(|&i| &pool[i]).collect(),
             reference,
             seed: c.seed,
+            syntax_hints: c.identity.syntax_hints,
         },
         &templates,
         &settings,

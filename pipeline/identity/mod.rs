@@ -264,6 +264,44 @@ pub fn fallback(
 /// A profile with its date of birth and identity.
 pub type Holding = (Person, Date, Identity);
 
+/// JSON Schema hints for LLM answers, per field: the layout a valid value has. They keep
+/// constrained decoders on plausible syntax; the validators above stay authoritative.
+pub fn email_schema() -> serde_json::Value {
+    serde_json::json!({"type": "string", "pattern": "^[a-z][a-z0-9._]{1,20}@example\\.(com|org|net)$"})
+}
+
+pub fn name_schema() -> serde_json::Value {
+    serde_json::json!({"type": "string", "pattern": "^[A-Z][a-z]+( [A-Z][a-z]+){1,2}$"})
+}
+
+/// `+`, the country calling code, then a national number of a mobile length for the region.
+pub fn phone_schema(iso2: &str) -> serde_json::Value {
+    let meta = phonenumber::metadata::DATABASE.by_id(iso2);
+    let (code, lens) = match meta {
+        Some(m) => {
+            let lens: Vec<u16> = m
+                .descriptors()
+                .mobile()
+                .map(|d| d.possible_length().to_vec())
+                .unwrap_or_default();
+            (m.country_code(), lens)
+        }
+        None => (0, vec![]),
+    };
+    let (lo, hi) = (
+        lens.iter().min().copied().unwrap_or(6),
+        lens.iter().max().copied().unwrap_or(14),
+    );
+    serde_json::json!({"type": "string", "pattern": format!("^\\+{code}[0-9]{{{lo},{hi}}}$")})
+}
+
+pub fn government_id_schema(iso3: &str) -> serde_json::Value {
+    match govid::syntax_pattern(iso3) {
+        Some(p) => serde_json::json!({"type": "string", "pattern": p}),
+        None => serde_json::json!({"type": "string", "minLength": 4, "maxLength": 24}),
+    }
+}
+
 /// Random profiles from the reference inputs with fallback identities, for tests and the
 /// validation benchmark.
 pub fn sample_with_fallbacks(

@@ -331,6 +331,29 @@ pub fn write_run_stats(c: &client::LlmClient, work: &std::path::Path) -> anyhow:
     )
 }
 
+/// Like [`pin_batch_ids`], and each item's properties are further narrowed by `overrides`
+/// (property name → schema), e.g. the layout of that person's phone number.
+pub fn pin_batch_items(
+    schema: &Value,
+    ids: &[String],
+    overrides: &[serde_json::Map<String, Value>],
+) -> Value {
+    let mut s = pin_batch_ids(schema, ids);
+    if let Some(items) = s
+        .pointer_mut("/properties/results/prefixItems")
+        .and_then(|p| p.as_array_mut())
+    {
+        for (item, extra) in items.iter_mut().zip(overrides) {
+            if let Some(props) = item.get_mut("properties").and_then(|p| p.as_object_mut()) {
+                for (k, v) in extra {
+                    props.insert(k.clone(), v.clone());
+                }
+            }
+        }
+    }
+    s
+}
+
 /// Sets `properties.id` to a constant in an item schema and in each of its alternatives.
 fn pin_id(item: &mut Value, id: &str) {
     if let Some(props) = item.get_mut("properties").and_then(|p| p.as_object_mut()) {

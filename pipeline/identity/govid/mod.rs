@@ -173,6 +173,41 @@ pub fn all() -> Vec<&'static dyn Scheme> {
     v
 }
 
+/// The compact layout of each country's identifier as a regular expression: a hint for
+/// constrained decoders (the JSON Schema of LLM answers), never the validator. A test checks
+/// that every generated identifier matches its pattern.
+pub fn syntax_pattern(iso3: &str) -> Option<&'static str> {
+    Some(match iso3 {
+        "USA" => "^[0-8][0-9]{8}$",
+        "CHN" => "^[1-9][0-9]{16}[0-9X]$",
+        "IND" => "^[2-9][0-9]{11}$",
+        "BRA" => "^[0-9]{11}$",
+        "MEX" => "^[A-Z]{4}[0-9]{6}[HM][A-Z]{5}[0-9A-Z][0-9]$",
+        "NGA" => "^[0-9]{11}$",
+        "DEU" => "^[1-9][0-9]{10}$",
+        "JPN" => "^[0-9]{12}$",
+        "GBR" => "^[A-Z]{2}[0-9]{6}[A-D]$",
+        "CAN" => "^[1-79][0-9]{8}$",
+        "COL" => "^[0-9]{6,10}$",
+        "FRA" => "^[12][0-9]{4}(2A|2B|[0-9]{2})[0-9]{8}$",
+        "POL" => "^[0-9]{11}$",
+        "KOR" => "^[0-9]{13}$",
+        "IDN" => "^[0-9]{16}$",
+        "PHL" => "^[0-9]{12}$",
+        "VNM" => "^[0-9]{12}$",
+        "PAK" => "^[1-7][0-9]{12}$",
+        "BGD" => "^[0-9]{17}$",
+        "EGY" => "^[23][0-9]{13}$",
+        "TUR" => "^[1-9][0-9]{10}$",
+        "IRN" => "^[0-9]{10}$",
+        "ETH" => "^[0-9]{12}$",
+        "ZAF" => "^[0-9]{13}$",
+        "KEN" => "^A[0-9]{9}[A-Z]$",
+        "AUS" => "^[0-9]{9}$",
+        _ => return None,
+    })
+}
+
 /// The scheme of a country (ISO 3166-1 alpha-3).
 pub fn for_country(iso3: &str) -> Option<&'static dyn Scheme> {
     all()
