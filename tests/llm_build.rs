@@ -373,10 +373,8 @@ async fn identity_repair_and_fallback_yield_a_valid_set_with_matching_counts() {
     let text = fs::read_to_string(&cfg).unwrap();
     let text = text
         // Without layout hints, so the double's deliberately broken values reach the validators.
-        .replace(
-            "[identity]\nenabled = false",
-            "[identity]\nenabled = true\nsyntax_hints = false",
-        )
+        .replace("[identity]\nenabled = false", "[identity]\nenabled = true")
+        .replace("syntax_hints = true", "syntax_hints = false")
         .replace("profiles = 1000", "profiles = 200");
     fs::write(&cfg, text).unwrap();
     let (ok, log) = tokio::task::spawn_blocking({
