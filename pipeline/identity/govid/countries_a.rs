@@ -3,8 +3,8 @@
 //! Each country module holds one unit struct implementing [`Scheme`] and a `SCHEME` static.
 //! The helpers below are shared by those modules only.
 
-use super::checks;
-use super::{Evidence, Problem, Scheme};
+pub(crate) use super::common::{compact, exact_digits, number};
+use super::{Evidence, Scheme};
 use crate::seeding::StageRng;
 use rand::Rng;
 
@@ -40,37 +40,12 @@ pub fn schemes() -> Vec<&'static dyn Scheme> {
     ]
 }
 
-/// Drops the separators people write between groups (whitespace, `-`, `.`, `/`) and
-/// upper-cases letters.
-fn compact(raw: &str) -> String {
-    raw.chars()
-        .filter(|c| !c.is_whitespace() && !matches!(c, '-' | '.' | '/'))
-        .flat_map(char::to_uppercase)
-        .collect()
-}
-
 /// Evidence carrying only the document name; schemes fill in what they decode.
 fn evidence(document: &str) -> Evidence {
     Evidence {
         document: document.to_string(),
         ..Evidence::default()
     }
-}
-
-/// The digits of an identifier that must consist of exactly `len` ASCII digits.
-fn exact_digits(id: &str, len: usize) -> Result<Vec<u32>, Problem> {
-    let n = id.chars().count();
-    if n != len {
-        return Err(Problem::Syntax(format!(
-            "expected {len} digits, got {n} characters"
-        )));
-    }
-    checks::digits(id).ok_or_else(|| Problem::Syntax("only digits are allowed".into()))
-}
-
-/// Number formed by a run of decimal digits, most significant first.
-fn number(d: &[u32]) -> u32 {
-    d.iter().fold(0, |acc, &x| acc * 10 + x)
 }
 
 /// `n` uniformly drawn decimal digits.
@@ -162,8 +137,8 @@ mod tests {
 
     #[test]
     fn compact_strips_separators_and_upper_cases() {
-        assert_eq!(compact(" ab-12.3/4\tc "), "AB1234C");
-        assert_eq!(compact("ñ"), "Ñ");
+        assert_eq!(compact(" ab-12.3/4\tc ", false), "AB1234C");
+        assert_eq!(compact("ñ", false), "Ñ");
     }
 
     #[test]

@@ -4,6 +4,7 @@
 //! This file also holds the small helpers the group's schemes share: normalisation, digit
 //! parsing, date checks and the fixed "as of" date that stands in for today.
 
+pub(crate) use super::common::{compact, exact_digits, number};
 use super::{checks, Date, Problem, Scheme};
 use crate::seeding::StageRng;
 use rand::Rng;
@@ -49,43 +50,6 @@ pub const AS_OF: Date = Date {
     month: 12,
     day: 31,
 };
-
-/// The compact form shared by the group: whitespace, `-`, `.` and `/` removed, letters
-/// upper-cased and, when `local_digits` is set, Arabic-Indic (U+0660..U+0669) and Persian
-/// (U+06F0..U+06F9) digits mapped to ASCII.
-pub(crate) fn compact(raw: &str, local_digits: bool) -> String {
-    raw.chars()
-        .filter(|c| !c.is_whitespace() && !matches!(c, '-' | '.' | '/'))
-        .map(|c| {
-            if local_digits {
-                match c {
-                    '\u{0660}'..='\u{0669}' => char::from(b'0' + (c as u32 - 0x0660) as u8),
-                    '\u{06F0}'..='\u{06F9}' => char::from(b'0' + (c as u32 - 0x06F0) as u8),
-                    _ => c,
-                }
-            } else {
-                c
-            }
-        })
-        .flat_map(char::to_uppercase)
-        .collect()
-}
-
-/// The digits of `id`, which must be exactly `len` ASCII digits.
-pub(crate) fn fixed_digits(id: &str, len: usize) -> Result<Vec<u32>, Problem> {
-    if id.chars().count() != len {
-        return Err(Problem::Syntax(format!(
-            "expected {len} digits, got {} characters",
-            id.chars().count()
-        )));
-    }
-    checks::digits(id).ok_or_else(|| Problem::Syntax(format!("expected {len} digits only")))
-}
-
-/// The number written by a run of digits.
-pub(crate) fn number(d: &[u32]) -> u32 {
-    d.iter().fold(0, |n, &x| n * 10 + x)
-}
 
 /// A calendar date, or `InvalidDate` naming the fields.
 pub(crate) fn calendar_date(year: i32, month: u32, day: u32) -> Result<Date, Problem> {

@@ -3,6 +3,7 @@
 //! Every scheme can also generate identifiers that are valid by construction for a subject.
 
 pub mod checks;
+mod common;
 
 use crate::seeding::StageRng;
 use serde::{Deserialize, Serialize};

@@ -81,7 +81,7 @@ impl Scheme for Cpf {
     }
 
     fn normalize(&self, raw: &str) -> String {
-        compact(raw)
+        compact(raw, false)
     }
 
     fn decode(&self, id: &str) -> Result<Evidence, Problem> {

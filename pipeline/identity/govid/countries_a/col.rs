@@ -37,7 +37,7 @@ impl Scheme for Cedula {
     }
 
     fn normalize(&self, raw: &str) -> String {
-        compact(raw)
+        compact(raw, false)
     }
 
     // Length 6-10 and digits only. The lower bound is uncertain (very old cédulas may be

@@ -35,7 +35,7 @@ impl Scheme for IdNr {
     }
 
     fn normalize(&self, raw: &str) -> String {
-        compact(raw)
+        compact(raw, false)
     }
 
     // Secondary sources add that a digit occurring three times may not do so in three

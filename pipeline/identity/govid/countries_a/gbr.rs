@@ -43,7 +43,7 @@ impl Scheme for Nino {
     }
 
     fn normalize(&self, raw: &str) -> String {
-        compact(raw)
+        compact(raw, false)
     }
 
     fn decode(&self, id: &str) -> Result<Evidence, Problem> {

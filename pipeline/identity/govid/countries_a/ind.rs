@@ -21,7 +21,7 @@ impl Scheme for Aadhaar {
     }
 
     fn normalize(&self, raw: &str) -> String {
-        compact(raw)
+        compact(raw, false)
     }
 
     fn decode(&self, id: &str) -> Result<Evidence, Problem> {

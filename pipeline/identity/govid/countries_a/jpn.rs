@@ -32,7 +32,7 @@ impl Scheme for MyNumber {
     }
 
     fn normalize(&self, raw: &str) -> String {
-        compact(raw)
+        compact(raw, false)
     }
 
     fn decode(&self, id: &str) -> Result<Evidence, Problem> {

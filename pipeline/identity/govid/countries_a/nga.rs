@@ -19,7 +19,7 @@ impl Scheme for Nin {
     }
 
     fn normalize(&self, raw: &str) -> String {
-        compact(raw)
+        compact(raw, false)
     }
 
     /// Length and digits only: no check digit or reserved value is documented.

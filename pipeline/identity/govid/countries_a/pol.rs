@@ -31,7 +31,7 @@ impl Scheme for Pesel {
     }
 
     fn normalize(&self, raw: &str) -> String {
-        compact(raw)
+        compact(raw, false)
     }
 
     fn decode(&self, id: &str) -> Result<Evidence, Problem> {

@@ -5,7 +5,7 @@
 //! female), and a final digit whose algorithm is not published.
 
 use super::super::{checks, Date, Evidence, Problem, Scheme, Sex, Subject};
-use super::{calendar_date, compact, fixed_digits, not_after_as_of, number, AS_OF};
+use super::{calendar_date, compact, exact_digits, not_after_as_of, number, AS_OF};
 use crate::seeding::StageRng;
 use rand::Rng;
 
@@ -79,7 +79,7 @@ impl Scheme for NationalId {
     }
 
     fn decode(&self, id: &str) -> Result<Evidence, Problem> {
-        let d = fixed_digits(id, 14)?;
+        let d = exact_digits(id, 14)?;
         let century = match d[0] {
             2 => 1900,
             3 => 2000,

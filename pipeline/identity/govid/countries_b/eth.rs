@@ -2,7 +2,7 @@
 //! national ID programme. It is random and encodes nothing about its holder.
 
 use super::super::{Evidence, Problem, Scheme, Subject};
-use super::{compact, fixed_digits, mosip_like};
+use super::{compact, exact_digits, mosip_like};
 use crate::seeding::StageRng;
 
 pub struct Fin;
@@ -26,7 +26,7 @@ impl Scheme for Fin {
         // Twelve digits is all that is published. Fayda is built on MOSIP, whose default UIN
         // policy ends with a Verhoeff digit and excludes a leading 0 or 1, but whether the FIN
         // keeps that policy is not public: neither rule is enforced.
-        fixed_digits(id, 12)?;
+        exact_digits(id, 12)?;
         Ok(Evidence {
             document: self.document().into(),
             ..Evidence::default()

@@ -4,7 +4,7 @@
 //! for women, and a serial. There is no check digit.
 
 use super::super::{Evidence, Problem, Scheme, Sex, Subject};
-use super::{compact, fixed_digits, number, two_digit_year_date};
+use super::{compact, exact_digits, number, two_digit_year_date};
 use crate::seeding::StageRng;
 use rand::Rng;
 
@@ -77,7 +77,7 @@ impl Scheme for Nik {
     }
 
     fn decode(&self, id: &str) -> Result<Evidence, Problem> {
-        let d = fixed_digits(id, 16)?;
+        let d = exact_digits(id, 16)?;
         let province = &id[0..2];
         if !PROVINCES.contains(&province) {
             return Err(Problem::Impossible(format!(

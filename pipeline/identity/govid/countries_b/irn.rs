@@ -2,7 +2,7 @@
 //! birth certificate was issued (3), a personal serial (6) and a weighted mod-11 check digit.
 
 use super::super::{checks, Evidence, Problem, Scheme, Subject};
-use super::{compact, fixed_digits};
+use super::{compact, exact_digits};
 use crate::seeding::StageRng;
 use rand::Rng;
 
@@ -43,7 +43,7 @@ impl Scheme for KodMelli {
     }
 
     fn decode(&self, id: &str) -> Result<Evidence, Problem> {
-        let d = fixed_digits(id, 10)?;
+        let d = exact_digits(id, 10)?;
         if d.iter().all(|&x| x == d[0]) {
             return Err(Problem::Impossible("a single repeated digit".into()));
         }

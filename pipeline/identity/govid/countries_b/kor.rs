@@ -6,7 +6,7 @@
 //! Numbers assigned from 5 October 2020 on carry six random digits after digit 7 instead.
 
 use super::super::{checks, Date, Evidence, Problem, Scheme, Sex, Subject};
-use super::{calendar_date, compact, fixed_digits, not_after_as_of, number, AS_OF};
+use super::{calendar_date, compact, exact_digits, not_after_as_of, number, AS_OF};
 use crate::seeding::StageRng;
 use rand::Rng;
 
@@ -71,7 +71,7 @@ impl Scheme for Rrn {
     }
 
     fn decode(&self, id: &str) -> Result<Evidence, Problem> {
-        let d = fixed_digits(id, 13)?;
+        let d = exact_digits(id, 13)?;
         let (century, sex, foreigner) = century_sex(d[6]);
         let date = calendar_date(
             century + number(&d[0..2]) as i32,

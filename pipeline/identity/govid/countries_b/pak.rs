@@ -5,7 +5,7 @@
 //! sex (odd male, even female). There is no check digit.
 
 use super::super::{Evidence, Problem, Scheme, Sex, Subject};
-use super::{compact, fixed_digits};
+use super::{compact, exact_digits};
 use crate::seeding::StageRng;
 use rand::Rng;
 
@@ -42,7 +42,7 @@ impl Scheme for Cnic {
     }
 
     fn decode(&self, id: &str) -> Result<Evidence, Problem> {
-        let d = fixed_digits(id, 13)?;
+        let d = exact_digits(id, 13)?;
         if !(1..=7).contains(&d[0]) {
             return Err(Problem::Impossible(format!(
                 "unknown province digit {}",

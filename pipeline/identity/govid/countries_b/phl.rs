@@ -2,7 +2,7 @@
 //! system. It is random and encodes nothing about its holder.
 
 use super::super::{Evidence, Problem, Scheme, Subject};
-use super::{compact, fixed_digits, mosip_like};
+use super::{compact, exact_digits, mosip_like};
 use crate::seeding::StageRng;
 
 pub struct Psn;
@@ -26,7 +26,7 @@ impl Scheme for Psn {
         // Twelve digits is all that is published. PhilSys runs on MOSIP, whose default UIN
         // policy ends with a Verhoeff digit and excludes a leading 0 or 1, but whether the PSN
         // keeps that policy is not public: neither rule is enforced.
-        fixed_digits(id, 12)?;
+        exact_digits(id, 12)?;
         Ok(Evidence {
             document: self.document().into(),
             ..Evidence::default()

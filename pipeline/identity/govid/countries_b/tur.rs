@@ -2,7 +2,7 @@
 //! It encodes nothing about its holder.
 
 use super::super::{Evidence, Problem, Scheme, Subject};
-use super::{compact, fixed_digits};
+use super::{compact, exact_digits};
 use crate::seeding::StageRng;
 use rand::Rng;
 
@@ -34,7 +34,7 @@ impl Scheme for Tckn {
     }
 
     fn decode(&self, id: &str) -> Result<Evidence, Problem> {
-        let d = fixed_digits(id, 11)?;
+        let d = exact_digits(id, 11)?;
         if d[0] == 0 {
             return Err(Problem::Syntax("the first digit must not be 0".into()));
         }

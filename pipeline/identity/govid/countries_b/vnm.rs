@@ -6,7 +6,7 @@
 //! random. There is no check digit.
 
 use super::super::{Evidence, Problem, Scheme, Sex, Subject};
-use super::{compact, fixed_digits, number, AS_OF};
+use super::{compact, exact_digits, number, AS_OF};
 use crate::seeding::StageRng;
 use rand::Rng;
 
@@ -47,7 +47,7 @@ impl Scheme for PersonalId {
     }
 
     fn decode(&self, id: &str) -> Result<Evidence, Problem> {
-        let d = fixed_digits(id, 12)?;
+        let d = exact_digits(id, 12)?;
         // Any place code is accepted: the codes used for births registered abroad, and for
         // registrations after the 2025 merger of provinces, are not confirmed.
         let sex = if d[3] % 2 == 0 {

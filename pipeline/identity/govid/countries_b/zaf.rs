@@ -5,7 +5,7 @@
 //! today (normally 8) and a Luhn check digit over all thirteen digits.
 
 use super::super::{checks, Evidence, Problem, Scheme, Sex, Subject};
-use super::{compact, fixed_digits, number, two_digit_year_date};
+use super::{compact, exact_digits, number, two_digit_year_date};
 use crate::seeding::StageRng;
 use rand::Rng;
 
@@ -27,7 +27,7 @@ impl Scheme for IdNumber {
     }
 
     fn decode(&self, id: &str) -> Result<Evidence, Problem> {
-        let d = fixed_digits(id, 13)?;
+        let d = exact_digits(id, 13)?;
         // Two-digit year: the latest century that does not put the date in the future.
         let date = two_digit_year_date(number(&d[0..2]), number(&d[2..4]), number(&d[4..6]))?;
         // 0 citizen, 1 permanent resident; 2 is reported for refugees by some newer sources
