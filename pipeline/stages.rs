@@ -281,13 +281,60 @@ pub struct AuditArtifact {
     pub llm: Option<crate::llm::LlmSummary>,
 }
 
+/// The client and runtime of one LLM stage.
+struct LlmSession {
+    rt: tokio::runtime::Runtime,
+    client: crate::llm::client::LlmClient,
+    pb: ProgressBar,
+    work: PathBuf,
+    stage: &'static str,
+}
+
+impl LlmSession {
+    fn start(
+        c: &Config,
+        mode: LlmMode,
+        work: &Path,
+        stage: &'static str,
+        label: &str,
+    ) -> Result<Self> {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()?;
+        let client = crate::llm::connect(c, mode, work)?;
+        let pb = ProgressBar::new_spinner();
+        pb.set_message(format!("{label} ({})", client.provider_name()));
+        Ok(Self {
+            rt,
+            client,
+            pb,
+            work: work.to_path_buf(),
+            stage,
+        })
+    }
+
+    /// Flushes the transcript and keeps this run's statistics whatever the outcome; on
+    /// success also records which stored answers the stage used (`llm-used-<stage>.jsonl`).
+    fn finish<T>(&self, result: Result<T>) -> Result<T> {
+        self.client.sync()?;
+        self.pb.finish_and_clear();
+        crate::llm::write_run_stats(&self.client, &self.work)?;
+        let value = result?;
+        write_atomic(
+            &crate::llm::used_path(&self.work, self.stage),
+            &crate::llm::transcript::canonical_bytes(&self.client.used_records())?,
+        )?;
+        Ok(value)
+    }
+}
+
 /// Stage 4.
 pub fn run_seed_audit(inp: &Inputs, work: &Path, mode: LlmMode) -> Result<()> {
     let c = &inp.config;
     let sample: SampleArtifact = read_json(&work.join("sample.json"))?;
     if !c.seed_audit.enabled {
-        let _ =
-            std::fs::remove_file(work.join(format!("llm-used-{}.jsonl", crate::seed_audit::STAGE)));
+        let _ = std::fs::remove_file(crate::llm::used_path(work, crate::seed_audit::STAGE));
         let art = AuditArtifact {
             enabled: false,
             selected_candidate_ids: sample.selected_candidate_ids,
@@ -303,15 +350,10 @@ pub fn run_seed_audit(inp: &Inputs, work: &Path, mode: LlmMode) -> Result<()> {
     let settings = &c.llm.stages["seed_audit"];
     let template = crate::llm::prompts::Template::load(&c.llm.prompts, &settings.template)?;
     let enc = calibration::encode(&inp.margins, &pool);
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()?;
-    let client = crate::llm::connect(c, mode, work)?;
-    let pb = ProgressBar::new_spinner();
-    pb.set_message(format!("seed audit ({})", client.provider_name()));
-    let outcome = rt.block_on(crate::seed_audit::run(
-        &client,
+    let session = LlmSession::start(c, mode, work, crate::seed_audit::STAGE, "seed audit")?;
+    let client = &session.client;
+    let outcome = session.rt.block_on(crate::seed_audit::run(
+        client,
         crate::seed_audit::AuditInput {
             tax: &inp.taxonomy,
             pool: &pool,
@@ -326,14 +368,7 @@ pub fn run_seed_audit(inp: &Inputs, work: &Path, mode: LlmMode) -> Result<()> {
             template: &template,
         },
     ));
-    client.sync()?;
-    pb.finish_and_clear();
-    crate::llm::write_run_stats(&client, work)?;
-    let outcome = outcome?;
-    write_atomic(
-        &work.join(format!("llm-used-{}.jsonl", crate::seed_audit::STAGE)),
-        &crate::llm::transcript::canonical_bytes(&client.used_records())?,
-    )?;
+    let outcome = session.finish(outcome)?;
     let report = &outcome.report;
     eprintln!(
         "seed audit: {} audited in {} rounds, {} rejected by rules, {} by the LLM; total L1 after replacement {:.4}",
@@ -352,7 +387,7 @@ pub fn run_seed_audit(inp: &Inputs, work: &Path, mode: LlmMode) -> Result<()> {
             .collect(),
         verdicts: outcome.verdicts,
         report: Some(outcome.report),
-        llm: Some(crate::llm::summary(&client, &[&template])?),
+        llm: Some(crate::llm::summary(client, &[&template])?),
     };
     write_atomic(&work.join("seed_audit.json"), &to_json_pretty(&art)?)
 }
@@ -369,7 +404,7 @@ pub struct IdentityArtifact {
 pub fn run_identity(inp: &Inputs, work: &Path, mode: LlmMode) -> Result<()> {
     use crate::identity_completion as ic;
     let c = &inp.config;
-    let used = work.join(format!("llm-used-{}.jsonl", ic::STAGE));
+    let used = crate::llm::used_path(work, ic::STAGE);
     if !c.identity.enabled {
         let _ = std::fs::remove_file(&used);
         let art = IdentityArtifact {
@@ -399,15 +434,10 @@ pub fn run_identity(inp: &Inputs, work: &Path, mode: LlmMode) -> Result<()> {
         audit: &st[ic::AUDIT_STAGE],
         max_repair_rounds: c.identity.max_repair_rounds,
     };
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()?;
-    let client = crate::llm::connect(c, mode, work)?;
-    let pb = ProgressBar::new_spinner();
-    pb.set_message(format!("identity completion ({})", client.provider_name()));
-    let result = rt.block_on(ic::run(
-        &client,
+    let session = LlmSession::start(c, mode, work, ic::STAGE, "identity completion")?;
+    let client = &session.client;
+    let result = session.rt.block_on(ic::run(
+        client,
         ic::Input {
             tax: &inp.taxonomy,
             cities: &inp.margins.cities,
@@ -420,14 +450,7 @@ pub fn run_identity(inp: &Inputs, work: &Path, mode: LlmMode) -> Result<()> {
         &templates,
         &settings,
     ));
-    client.sync()?;
-    pb.finish_and_clear();
-    crate::llm::write_run_stats(&client, work)?;
-    let (identities, report) = result?;
-    write_atomic(
-        &used,
-        &crate::llm::transcript::canonical_bytes(&client.used_records())?,
-    )?;
+    let (identities, report) = session.finish(result)?;
     for (f, r) in &report.fields {
         eprintln!(
             "identity {f}: {} llm, {} repaired, {} fallback ({} failed the first check)",
@@ -439,7 +462,7 @@ pub fn run_identity(inp: &Inputs, work: &Path, mode: LlmMode) -> Result<()> {
         identities,
         report: Some(report),
         llm: Some(crate::llm::summary(
-            &client,
+            client,
             &[&templates.completion, &templates.repair, &templates.audit],
         )?),
     };

@@ -252,6 +252,11 @@ pub fn connect(
     ))
 }
 
+/// Where a stage records the transcript answers the last build used.
+pub fn used_path(work: &std::path::Path, stage: &str) -> std::path::PathBuf {
+    work.join(format!("llm-used-{stage}.jsonl"))
+}
+
 /// Merges the records every LLM stage of the last build used (`llm-used-*.jsonl` in the
 /// work directory) into one canonical transcript: what `make record` commits.
 pub fn export_used(work: &std::path::Path, out: &std::path::Path) -> anyhow::Result<usize> {
