@@ -8,8 +8,8 @@ use crate::margins::Status;
 use crate::profile::{IdentityFields, Person, Profile};
 use crate::sampling::SamplingReport;
 use crate::stages::{
-    read_pool, resolve_ids, AuditArtifact, CalibrationArtifact, IdentityArtifact, Inputs,
-    SampleArtifact,
+    read_json, read_pool, resolve_ids, AuditArtifact, CalibrationArtifact, IdentityArtifact,
+    Inputs, SampleArtifact,
 };
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
@@ -145,14 +145,9 @@ fn regex_escape(s: &str) -> String {
 pub fn write(inp: &Inputs, work: &Path) -> Result<()> {
     let cfg = &inp.config;
     let pool: Vec<Person> = read_pool(work)?;
-    let cal: CalibrationArtifact =
-        serde_json::from_slice(&std::fs::read(work.join("calibration.json"))?)
-            .context("work/calibration.json")?;
-    let sample: SampleArtifact = serde_json::from_slice(&std::fs::read(work.join("sample.json"))?)
-        .context("work/sample.json")?;
-    let audit: AuditArtifact =
-        serde_json::from_slice(&std::fs::read(work.join("seed_audit.json"))?)
-            .context("work/seed_audit.json")?;
+    let cal: CalibrationArtifact = read_json(&work.join("calibration.json"))?;
+    let sample: SampleArtifact = read_json(&work.join("sample.json"))?;
+    let audit: AuditArtifact = read_json(&work.join("seed_audit.json"))?;
     // The sample the bundle holds: after the audit's replacements when the audit ran.
     let final_l1: BTreeMap<String, f64> = match &audit.report {
         Some(r) => r.sample_l1_after_replacement.clone(),
@@ -160,9 +155,7 @@ pub fn write(inp: &Inputs, work: &Path) -> Result<()> {
     };
     let final_total: f64 = final_l1.values().sum();
     let sel = resolve_ids(&pool, &audit.selected_candidate_ids)?;
-    let ident: IdentityArtifact =
-        serde_json::from_slice(&std::fs::read(work.join("identity.json"))?)
-            .context("work/identity.json")?;
+    let ident: IdentityArtifact = read_json(&work.join("identity.json"))?;
     let by_candidate: std::collections::HashMap<
         &str,
         &crate::identity_completion::CompletedIdentity,

@@ -112,7 +112,8 @@ pub fn read_pool(work: &Path) -> Result<Vec<Person>> {
     Ok(pool)
 }
 
-fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<T> {
+/// A typed work artifact, with an error naming the file.
+pub fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<T> {
     let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
     serde_json::from_slice(&bytes)
         .with_context(|| format!("{}: unexpected content", path.display()))
