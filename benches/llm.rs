@@ -37,6 +37,7 @@ fn make(ids: &[String]) -> anyhow::Result<LlmRequest> {
         schema_name: "bench".into(),
         schema: schema(),
         temperature: 0.0,
+        top_p: None,
         max_tokens: 64,
         seed: 1,
     })
@@ -119,45 +120,95 @@ fn embedded() {
         println!("embedded: skipped (PRIVFORGE_MODEL not set; `make bench-llm` sets it)");
         return;
     };
-    let t0 = Instant::now();
-    let model = privforge::llm::embedded::EmbeddedModel::load(std::path::Path::new(&path), 2, 4096)
-        .unwrap();
-    let load = t0.elapsed().as_secs_f64();
     let profile = "A 34-year-old nurse living in Lyon, France, born in Dakar, holds a master's degree, is married, and has asthma. ";
-    let messages = vec![
-        (
-            "system".to_string(),
-            "You review fictional profiles and answer in JSON.".to_string(),
-        ),
-        (
-            "user".to_string(),
-            format!(
-                "{}Is this profile plausible? Explain briefly.",
-                profile.repeat(12)
+    let messages = |repeat: usize| {
+        vec![
+            (
+                "system".to_string(),
+                "You review fictional profiles and answer in JSON.".to_string(),
             ),
-        ),
-    ];
+            (
+                "user".to_string(),
+                format!(
+                    "{}Is this profile plausible? Explain briefly.",
+                    profile.repeat(repeat)
+                ),
+            ),
+        ]
+    };
     let schema = json!({"type": "object", "required": ["plausible", "explanation"], "additionalProperties": false,
         "properties": {"plausible": {"type": "boolean"}, "explanation": {"type": "string", "minLength": 300, "maxLength": 600}}});
-    let mut best: Option<privforge::llm::embedded::Generation> = None;
-    for _ in 0..3 {
-        let g = model.generate(&messages, &schema, 0.0, 100, 1).unwrap();
-        if best
-            .as_ref()
-            .is_none_or(|b| g.generation_seconds < b.generation_seconds)
-        {
-            best = Some(g);
+    // A batch-shaped answer with patterned fields, like the identity stages ask for.
+    let item = json!({"type": "object", "required": ["id", "phone_number", "government_id"], "additionalProperties": false,
+        "properties": {"id": {"type": "string", "maxLength": 12},
+            "phone_number": {"type": "string", "pattern": "^\\+33[67][0-9]{8}$"},
+            "government_id": {"type": "string", "pattern": "^[12][0-9]{12}[0-9]{2}$"}}});
+    let batch = json!({"type": "object", "required": ["results"], "additionalProperties": false,
+        "properties": {"results": {"type": "array", "items": item, "minItems": 40, "maxItems": 40}}});
+    // (threads, prompt repeats, schema, max tokens, temperature, top_p, label)
+    type Run<'a> = (i32, usize, &'a Value, u32, f32, Option<f32>, &'a str);
+    let runs: [Run; 5] = [
+        (2, 12, &schema, 100, 0.0, None, "short prompt, free text"),
+        (1, 12, &schema, 100, 0.0, None, "short prompt, free text"),
+        (
+            2,
+            110,
+            &schema,
+            400,
+            0.0,
+            None,
+            "2.4k-token prompt, free text",
+        ),
+        (
+            1,
+            110,
+            &schema,
+            400,
+            0.0,
+            None,
+            "2.4k-token prompt, free text",
+        ),
+        (
+            1,
+            110,
+            &batch,
+            1200,
+            1.0,
+            Some(0.9),
+            "2.4k-token prompt, patterned batch, T=1 top_p=0.9",
+        ),
+    ];
+    for (threads, repeat, schema, max_tokens, temp, top_p, label) in runs {
+        let t0 = Instant::now();
+        let model = privforge::llm::embedded::EmbeddedModel::load(
+            std::path::Path::new(&path),
+            threads,
+            8192,
+        )
+        .unwrap();
+        let load = t0.elapsed().as_secs_f64();
+        let mut best: Option<privforge::llm::embedded::Generation> = None;
+        for _ in 0..2 {
+            let g = model
+                .generate(&messages(repeat), schema, temp, top_p, max_tokens, 1)
+                .unwrap();
+            if best
+                .as_ref()
+                .is_none_or(|b| g.generation_seconds < b.generation_seconds)
+            {
+                best = Some(g);
+            }
         }
+        let g = best.unwrap();
+        println!(
+            "embedded ({}; {label}; {threads} thread(s)): load {load:.2} s; prompt {} tokens at {:.0} tokens/s; generation {} tokens at {:.0} tokens/s (best of 2)",
+            model.model_description(),
+            g.prompt_tokens,
+            g.prompt_tokens as f64 / g.prompt_seconds,
+            g.completion_tokens,
+            g.completion_tokens as f64 / g.generation_seconds
+        );
     }
-    let g = best.unwrap();
-    println!(
-        "embedded ({}): load {load:.2} s; prompt {} tokens at {:.0} tokens/s; generation {} tokens at {:.0} tokens/s (2 threads, best of 3)",
-        model.model_description(),
-        g.prompt_tokens,
-        g.prompt_tokens as f64 / g.prompt_seconds,
-        g.completion_tokens,
-        g.completion_tokens as f64 / g.generation_seconds
-    );
 }
 
 fn main() {

@@ -142,6 +142,34 @@ fn regex_escape(s: &str) -> String {
         .collect()
 }
 
+/// What the identifier validators check per country, and which rules of the reference were
+/// left unenforced because the reference marks them uncertain.
+fn identity_schemes(inp: &Inputs) -> Value {
+    let schemes: Vec<Value> = crate::identity::govid::all()
+        .into_iter()
+        .map(|s| {
+            let country = inp
+                .taxonomy
+                .countries
+                .iter()
+                .find(|c| c.iso3 == s.iso3())
+                .map(|c| c.name.clone());
+            json!({
+                "iso3": s.iso3(),
+                "country": country,
+                "document": s.document(),
+                "compact_layout": crate::identity::govid::syntax_pattern(s.iso3()),
+                "uncertain_rules_not_enforced": s.uncertainties(),
+            })
+        })
+        .collect();
+    json!({
+        "source": "government_ids reference (formats, check digits and encodings per country, with their sources and uncertainties)",
+        "checks": "syntax; check digit where documented; embedded birth date or year and sex decoded and compared with the profile (age window from the build date); region decoded where documented; uniqueness",
+        "schemes": schemes,
+    })
+}
+
 pub fn write(inp: &Inputs, work: &Path) -> Result<()> {
     let cfg = &inp.config;
     let pool: Vec<Person> = read_pool(work)?;
@@ -253,6 +281,12 @@ pub fn write(inp: &Inputs, work: &Path) -> Result<()> {
             buf.push(b'\n');
         }
         files.insert("seed_audit.jsonl".into(), buf);
+    }
+    if ident.enabled {
+        files.insert(
+            "identity_schemes.json".into(),
+            to_json_pretty(&identity_schemes(inp))?,
+        );
     }
     files.insert(
         "schemas/profile.schema.json".into(),

@@ -56,6 +56,10 @@ impl Default for IdentityStage {
 #[serde(deny_unknown_fields)]
 pub struct SeedAudit {
     pub enabled: bool,
+    /// `lazy` audits the sample and replaces rejections; `whole_pool` audits every candidate
+    /// and refits the calibration on the accepted ones before sampling.
+    #[serde(default)]
+    pub mode: crate::seed_audit::AuditMode,
     /// Audit-and-replace rounds before the build gives up.
     pub max_rounds: usize,
 }
@@ -64,6 +68,7 @@ impl Default for SeedAudit {
     fn default() -> Self {
         Self {
             enabled: false,
+            mode: crate::seed_audit::AuditMode::Lazy,
             max_rounds: 10,
         }
     }
@@ -220,6 +225,9 @@ pub struct StageLlm {
     pub template: String,
     pub model: String,
     pub temperature: f32,
+    /// Nucleus sampling bound (0 < p <= 1); unset means the whole distribution.
+    #[serde(default)]
+    pub top_p: Option<f32>,
     pub max_tokens: u32,
     pub batch_size: usize,
 }
@@ -307,6 +315,14 @@ impl Config {
             if st.batch_size == 0 || st.max_tokens == 0 {
                 bail!("llm.stages.{name}: batch_size and max_tokens must be positive");
             }
+            if !(st.temperature.is_finite() && st.temperature >= 0.0) {
+                bail!("llm.stages.{name}: temperature must be a finite number >= 0");
+            }
+            if let Some(p) = st.top_p {
+                if !(p > 0.0 && p <= 1.0) {
+                    bail!("llm.stages.{name}: top_p must be in (0, 1], got {p}");
+                }
+            }
         }
         for e in &l.endpoints {
             if !(e.base_url.starts_with("http://") || e.base_url.starts_with("https://")) {
@@ -334,5 +350,43 @@ impl Config {
     /// Hash of the resolved configuration (not of its file's formatting).
     pub fn hash(&self) -> String {
         crate::fsio::sha256_hex(&serde_json::to_vec(self).expect("config serialises"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reference_with(from: &str, to: &str) -> Result<Config> {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("configs/reference.toml");
+        let text = std::fs::read_to_string(path)?;
+        assert!(
+            text.contains(from),
+            "{from:?} is not in the reference config"
+        );
+        let cfg: Config = toml::from_str(&text.replacen(from, to, 1))?;
+        cfg.validate()?;
+        Ok(cfg)
+    }
+
+    #[test]
+    fn audit_mode_and_nucleus_bound_are_parsed_and_checked() {
+        let lazy = reference_with("max_rounds = 12", "max_rounds = 12").unwrap();
+        assert_eq!(lazy.seed_audit.mode, crate::seed_audit::AuditMode::Lazy);
+        let whole =
+            reference_with("max_rounds = 12", "max_rounds = 12\nmode = \"whole_pool\"").unwrap();
+        assert_eq!(
+            whole.seed_audit.mode,
+            crate::seed_audit::AuditMode::WholePool
+        );
+        assert!(reference_with("max_rounds = 12", "max_rounds = 12\nmode = \"eager\"").is_err());
+        for bad in ["0.0", "1.5", "-0.2"] {
+            let err = reference_with("top_p = 0.9", &format!("top_p = {bad}"))
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains("top_p"), "{err}");
+        }
+        let ok = reference_with("top_p = 0.9", "top_p = 1.0").unwrap();
+        assert_eq!(ok.llm.stages["identity_completion"].top_p, Some(1.0));
     }
 }

@@ -121,6 +121,7 @@ fn request(
             pin_batch_items(&t.schema, ids, overrides)
         },
         temperature: s.temperature,
+        top_p: s.top_p,
         max_tokens: s.max_tokens,
         seed,
     })

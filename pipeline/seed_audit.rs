@@ -2,7 +2,9 @@
 //! minimum ages); an LLM then judges, in batches, what rules cannot. The audit is lazy: only
 //! the selected profiles are audited, each rejected one is replaced by a fresh weighted
 //! draw (refined against the margins), and the replacements are audited in turn, until all
-//! N are accepted. The margins' L1 after replacement is reported.
+//! N are accepted. The margins' L1 after replacement is reported. The paper's procedure, which
+//! audits every candidate of the pool before the calibration is fitted (about 100 times more
+//! requests), is kept as the `whole_pool` mode.
 
 use crate::calibration::EncodedMargin;
 use crate::config::StageLlm;
@@ -29,8 +31,18 @@ pub struct Verdict {
     pub round: usize,
 }
 
+/// Whether the audit follows the sample (lazy) or covers the whole pool before sampling.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AuditMode {
+    #[default]
+    Lazy,
+    WholePool,
+}
+
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct AuditReport {
+    pub mode: AuditMode,
     pub rounds: usize,
     pub audited: usize,
     pub rule_rejections: BTreeMap<String, usize>,
@@ -39,6 +51,9 @@ pub struct AuditReport {
     /// Per margin, the sample's L1 after all replacements.
     pub sample_l1_after_replacement: BTreeMap<String, f64>,
     pub sample_total_l1_after_replacement: f64,
+    /// Whole-pool mode: the calibration refitted on the accepted candidates, which sampling used.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refit_ipf: Option<crate::calibration::IpfReport>,
 }
 
 /// The deterministic check: a reason code when the profile breaks a rule of the taxonomy.
@@ -72,81 +87,35 @@ fn profile_view(p: &Person) -> Value {
     })
 }
 
-pub struct AuditInput<'a> {
+/// What both audit modes need to put candidates before the rules and the LLM.
+pub struct Auditor<'a> {
     pub tax: &'a Taxonomy,
     pub pool: &'a [Person],
-    pub margins: &'a [EncodedMargin],
-    pub weights: &'a [f64],
-    pub selected: Vec<usize>,
-    pub n: usize,
     pub seed: u64,
-    pub swap_iterations: usize,
-    pub max_rounds: usize,
     pub settings: &'a StageLlm,
     pub template: &'a Template,
 }
 
-pub struct AuditOutcome {
-    pub selected: Vec<usize>,
-    pub verdicts: Vec<Verdict>,
-    pub report: AuditReport,
-}
-
-pub async fn run(client: &LlmClient, inp: AuditInput<'_>) -> Result<AuditOutcome> {
-    let by_id: HashMap<&str, usize> = inp
-        .pool
-        .iter()
-        .enumerate()
-        .map(|(i, p)| (p.candidate_id.as_str(), i))
-        .collect();
-    let mut verdicts: Vec<Verdict> = Vec::new();
-    let mut decided: HashMap<usize, bool> = HashMap::new();
-    let mut excluded: HashSet<usize> = HashSet::new();
-    let mut report = AuditReport::default();
-    let mut selected = inp.selected.clone();
-    let make = |ids: &[String]| -> Result<LlmRequest> {
-        let profiles: Vec<Value> = ids
+impl Auditor<'_> {
+    /// Audits `pending` (pool indices): the rules first, then the LLM in batches for those
+    /// the rules let through. Records verdicts and counts; returns each index's decision.
+    async fn audit(
+        &self,
+        client: &LlmClient,
+        pending: &[usize],
+        round: usize,
+        report: &mut AuditReport,
+        verdicts: &mut Vec<Verdict>,
+    ) -> Result<HashMap<usize, bool>> {
+        let by_id: HashMap<&str, usize> = pending
             .iter()
-            .map(|id| {
-                by_id
-                    .get(id.as_str())
-                    .map(|&i| profile_view(&inp.pool[i]))
-                    .ok_or_else(|| anyhow!("unknown id {id}"))
-            })
-            .collect::<Result<_>>()?;
-        let mut vars = BTreeMap::new();
-        vars.insert(
-            "profiles",
-            serde_json::to_string(&json!({ "items": profiles }))?,
-        );
-        Ok(LlmRequest {
-            stage: STAGE.into(),
-            template: inp.template.id.clone(),
-            template_version: inp.template.version.clone(),
-            model: inp.settings.model.clone(),
-            messages: inp.template.render(&vars)?,
-            schema_name: inp.template.schema_name.clone(),
-            schema: pin_batch_ids(&inp.template.schema, ids),
-            temperature: inp.settings.temperature,
-            max_tokens: inp.settings.max_tokens,
-            seed: inp.seed,
-        })
-    };
-    let no_check = |_: &Value| -> std::result::Result<(), String> { Ok(()) };
-    for round in 1..=inp.max_rounds {
-        let pending: Vec<usize> = selected
-            .iter()
-            .copied()
-            .filter(|i| !decided.contains_key(i))
+            .map(|&i| (self.pool[i].candidate_id.as_str(), i))
             .collect();
-        if pending.is_empty() {
-            break;
-        }
-        report.rounds = round;
+        let mut decided = HashMap::new();
         let mut for_llm = Vec::new();
-        for &i in &pending {
-            let p = &inp.pool[i];
-            match rule_check(inp.tax, p) {
+        for &i in pending {
+            let p = &self.pool[i];
+            match rule_check(self.tax, p) {
                 Some(code) => {
                     *report.rule_rejections.entry(code.clone()).or_default() += 1;
                     verdicts.push(Verdict {
@@ -161,8 +130,38 @@ pub async fn run(client: &LlmClient, inp: AuditInput<'_>) -> Result<AuditOutcome
                 None => for_llm.push(p.candidate_id.clone()),
             }
         }
+        let make = |ids: &[String]| -> Result<LlmRequest> {
+            let profiles: Vec<Value> = ids
+                .iter()
+                .map(|id| {
+                    by_id
+                        .get(id.as_str())
+                        .map(|&i| profile_view(&self.pool[i]))
+                        .ok_or_else(|| anyhow!("unknown id {id}"))
+                })
+                .collect::<Result<_>>()?;
+            let mut vars = BTreeMap::new();
+            vars.insert(
+                "profiles",
+                serde_json::to_string(&json!({ "items": profiles }))?,
+            );
+            Ok(LlmRequest {
+                stage: STAGE.into(),
+                template: self.template.id.clone(),
+                template_version: self.template.version.clone(),
+                model: self.settings.model.clone(),
+                messages: self.template.render(&vars)?,
+                schema_name: self.template.schema_name.clone(),
+                schema: pin_batch_ids(&self.template.schema, ids),
+                temperature: self.settings.temperature,
+                top_p: self.settings.top_p,
+                max_tokens: self.settings.max_tokens,
+                seed: self.seed,
+            })
+        };
+        let no_check = |_: &Value| -> std::result::Result<(), String> { Ok(()) };
         let results = client
-            .batches(&for_llm, inp.settings.batch_size, &make, &no_check)
+            .batches(&for_llm, self.settings.batch_size, &make, &no_check)
             .await?;
         for r in results {
             let id = r["id"].as_str().unwrap_or_default().to_string();
@@ -187,6 +186,52 @@ pub async fn run(client: &LlmClient, inp: AuditInput<'_>) -> Result<AuditOutcome
             decided.insert(i, accept);
         }
         report.audited += pending.len();
+        Ok(decided)
+    }
+}
+
+pub struct AuditInput<'a> {
+    pub auditor: Auditor<'a>,
+    pub margins: &'a [EncodedMargin],
+    pub weights: &'a [f64],
+    pub selected: Vec<usize>,
+    pub n: usize,
+    pub swap_iterations: usize,
+    pub max_rounds: usize,
+}
+
+pub struct AuditOutcome {
+    pub selected: Vec<usize>,
+    pub verdicts: Vec<Verdict>,
+    pub report: AuditReport,
+}
+
+/// Lazy mode: audits the weighted sample, replacing rejected members until N are accepted.
+pub async fn run(client: &LlmClient, inp: AuditInput<'_>) -> Result<AuditOutcome> {
+    let seed = inp.auditor.seed;
+    let mut verdicts: Vec<Verdict> = Vec::new();
+    let mut decided: HashMap<usize, bool> = HashMap::new();
+    let mut excluded: HashSet<usize> = HashSet::new();
+    let mut report = AuditReport {
+        mode: AuditMode::Lazy,
+        ..AuditReport::default()
+    };
+    let mut selected = inp.selected.clone();
+    for round in 1..=inp.max_rounds {
+        let pending: Vec<usize> = selected
+            .iter()
+            .copied()
+            .filter(|i| !decided.contains_key(i))
+            .collect();
+        if pending.is_empty() {
+            break;
+        }
+        report.rounds = round;
+        let got = inp
+            .auditor
+            .audit(client, &pending, round, &mut report, &mut verdicts)
+            .await?;
+        decided.extend(got);
         let accepted: Vec<usize> = selected
             .iter()
             .copied()
@@ -207,7 +252,7 @@ pub async fn run(client: &LlmClient, inp: AuditInput<'_>) -> Result<AuditOutcome
             &accepted,
             &excluded,
             inp.n,
-            inp.seed,
+            seed,
             round,
             inp.swap_iterations,
         )?;
@@ -226,6 +271,34 @@ pub async fn run(client: &LlmClient, inp: AuditInput<'_>) -> Result<AuditOutcome
         inp.margins.iter().map(|m| m.name.clone()).zip(l1).collect();
     Ok(AuditOutcome {
         selected,
+        verdicts,
+        report,
+    })
+}
+
+/// The outcome of the whole-pool audit: which candidates the calibration may keep.
+pub struct PoolOutcome {
+    pub accepted: Vec<bool>,
+    pub verdicts: Vec<Verdict>,
+    pub report: AuditReport,
+}
+
+/// Whole-pool mode (the paper's procedure): every candidate of the calibrated pool is audited
+/// once, before sampling; the calibration is then refitted on the accepted ones.
+pub async fn run_pool(client: &LlmClient, auditor: Auditor<'_>) -> Result<PoolOutcome> {
+    let mut verdicts = Vec::new();
+    let mut report = AuditReport {
+        mode: AuditMode::WholePool,
+        rounds: 1,
+        ..AuditReport::default()
+    };
+    let all: Vec<usize> = (0..auditor.pool.len()).collect();
+    let decided = auditor
+        .audit(client, &all, 1, &mut report, &mut verdicts)
+        .await?;
+    let accepted: Vec<bool> = all.iter().map(|i| decided.get(i) == Some(&true)).collect();
+    Ok(PoolOutcome {
+        accepted,
         verdicts,
         report,
     })

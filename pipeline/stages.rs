@@ -227,15 +227,135 @@ pub fn run_calibration(inp: &Inputs, work: &Path) -> Result<()> {
     write_atomic(&work.join("calibration.json"), &to_json_pretty(&art)?)
 }
 
+const POOL_AUDIT: &str = "seed_audit.pool.json";
+
+fn whole_pool(c: &Config) -> bool {
+    c.seed_audit.enabled && c.seed_audit.mode == crate::seed_audit::AuditMode::WholePool
+}
+
+/// The whole-pool audit: every candidate's verdict and the calibration refitted on the
+/// accepted ones (rejected candidates keep weight 0).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PoolAuditArtifact {
+    pub verdicts: Vec<crate::seed_audit::Verdict>,
+    pub report: crate::seed_audit::AuditReport,
+    pub accepted: usize,
+    pub ipf: IpfReport,
+    pub weights: Vec<f64>,
+    pub llm: crate::llm::LlmSummary,
+}
+
+/// Stage 2b, whole-pool seed audit only: audits every calibrated candidate, then refits the
+/// IPF on the accepted ones. The capacity check is repeated on them, so a build whose audit
+/// empties a cell fails naming it.
+pub fn run_pool_audit(inp: &Inputs, work: &Path, mode: LlmMode) -> Result<()> {
+    let c = &inp.config;
+    if !whole_pool(c) {
+        let _ = std::fs::remove_file(work.join(POOL_AUDIT));
+        return Ok(());
+    }
+    let pool = read_pool(work)?;
+    let settings = &c.llm.stages["seed_audit"];
+    let template = crate::llm::prompts::Template::load(&c.llm.prompts, &settings.template)?;
+    let session = LlmSession::start(
+        c,
+        mode,
+        work,
+        crate::seed_audit::STAGE,
+        "seed audit (whole pool)",
+    )?;
+    let client = &session.client;
+    let outcome = session.rt.block_on(crate::seed_audit::run_pool(
+        client,
+        crate::seed_audit::Auditor {
+            tax: &inp.taxonomy,
+            pool: &pool,
+            seed: c.seed,
+            settings,
+            template: &template,
+        },
+    ));
+    let outcome = session.finish(outcome)?;
+    let kept: Vec<Person> = pool
+        .iter()
+        .zip(&outcome.accepted)
+        .filter(|(_, &a)| a)
+        .map(|(p, _)| p.clone())
+        .collect();
+    let n = c.population.profiles;
+    let deficits = calibration::capacity_deficits(&inp.margins, &kept, n);
+    if !deficits.is_empty() {
+        let list: Vec<String> = deficits
+            .iter()
+            .take(10)
+            .map(|(_, _, d)| {
+                format!(
+                    "{} [{}] needs {}, {} accepted",
+                    d.margin,
+                    d.cell.join(" | "),
+                    d.required,
+                    d.available
+                )
+            })
+            .collect();
+        return Err(anyhow!(
+            "whole-pool seed audit: {} cells lack accepted candidates: {}",
+            deficits.len(),
+            list.join("; ")
+        ));
+    }
+    let fit = calibration::ipf(
+        &calibration::encode(&inp.margins, &kept),
+        n,
+        c.ipf.tolerance,
+        c.ipf.max_sweeps,
+    )
+    .context("refitting the calibration on the audited pool")?;
+    let mut kept_weights = fit.weights.into_iter();
+    let weights: Vec<f64> = outcome
+        .accepted
+        .iter()
+        .map(|&a| {
+            if a {
+                kept_weights.next().unwrap_or(0.0)
+            } else {
+                0.0
+            }
+        })
+        .collect();
+    eprintln!(
+        "seed audit (whole pool): {} audited, {} accepted; IPF refit {} sweeps, max L1 {:.6}",
+        outcome.report.audited,
+        kept.len(),
+        fit.report.sweeps,
+        fit.report.max_l1
+    );
+    let mut report = outcome.report;
+    report.refit_ipf = Some(fit.report.clone());
+    let art = PoolAuditArtifact {
+        verdicts: outcome.verdicts,
+        report,
+        accepted: kept.len(),
+        ipf: fit.report,
+        weights,
+        llm: crate::llm::summary(client, &[&template])?,
+    };
+    write_atomic(&work.join(POOL_AUDIT), &to_json_pretty(&art)?)
+}
+
 /// Stage 3.
 pub fn run_sampling(inp: &Inputs, work: &Path) -> Result<()> {
     let c = &inp.config;
     let pool = read_pool(work)?;
-    let cal: CalibrationArtifact = read_json(&work.join("calibration.json"))?;
-    if cal.weights.len() != pool.len() {
+    let weights = if whole_pool(c) {
+        read_json::<PoolAuditArtifact>(&work.join(POOL_AUDIT))?.weights
+    } else {
+        read_json::<CalibrationArtifact>(&work.join("calibration.json"))?.weights
+    };
+    if weights.len() != pool.len() {
         return Err(anyhow!(
             "work artifacts disagree: {} weights for {} candidates",
-            cal.weights.len(),
+            weights.len(),
             pool.len()
         ));
     }
@@ -244,7 +364,7 @@ pub fn run_sampling(inp: &Inputs, work: &Path) -> Result<()> {
     let enc = calibration::encode(&inp.margins, &pool);
     let sel = sampling::select(
         &enc,
-        &cal.weights,
+        &weights,
         c.population.profiles,
         c.seed,
         c.sampling.trials,
@@ -346,8 +466,31 @@ pub fn run_seed_audit(inp: &Inputs, work: &Path, mode: LlmMode) -> Result<()> {
         return write_atomic(&work.join("seed_audit.json"), &to_json_pretty(&art)?);
     }
     let pool = read_pool(work)?;
-    let cal: CalibrationArtifact = read_json(&work.join("calibration.json"))?;
     let selected = resolve_ids(&pool, &sample.selected_candidate_ids)?;
+    if whole_pool(c) {
+        // The sample was drawn from accepted candidates only; the audit is already done.
+        let pa: PoolAuditArtifact = read_json(&work.join(POOL_AUDIT))?;
+        if let Some(&i) = selected.iter().find(|&&i| pa.weights[i] <= 0.0) {
+            return Err(anyhow!(
+                "work artifacts disagree: sampled candidate {} was not accepted by the audit",
+                pool[i].candidate_id
+            ));
+        }
+        let enc = calibration::encode(&inp.margins, &pool);
+        let l1 = sampling::sample_l1(&enc, &selected);
+        let mut report = pa.report;
+        report.sample_total_l1_after_replacement = l1.iter().sum();
+        report.sample_l1_after_replacement = enc.iter().map(|m| m.name.clone()).zip(l1).collect();
+        let art = AuditArtifact {
+            enabled: true,
+            selected_candidate_ids: sample.selected_candidate_ids,
+            verdicts: pa.verdicts,
+            report: Some(report),
+            llm: Some(pa.llm),
+        };
+        return write_atomic(&work.join("seed_audit.json"), &to_json_pretty(&art)?);
+    }
+    let cal: CalibrationArtifact = read_json(&work.join("calibration.json"))?;
     let settings = &c.llm.stages["seed_audit"];
     let template = crate::llm::prompts::Template::load(&c.llm.prompts, &settings.template)?;
     let enc = calibration::encode(&inp.margins, &pool);
@@ -356,17 +499,19 @@ pub fn run_seed_audit(inp: &Inputs, work: &Path, mode: LlmMode) -> Result<()> {
     let outcome = session.rt.block_on(crate::seed_audit::run(
         client,
         crate::seed_audit::AuditInput {
-            tax: &inp.taxonomy,
-            pool: &pool,
+            auditor: crate::seed_audit::Auditor {
+                tax: &inp.taxonomy,
+                pool: &pool,
+                seed: c.seed,
+                settings,
+                template: &template,
+            },
             margins: &enc,
             weights: &cal.weights,
             selected,
             n: c.population.profiles,
-            seed: c.seed,
             swap_iterations: c.sampling.swap_iterations,
             max_rounds: c.seed_audit.max_rounds,
-            settings,
-            template: &template,
         },
     ));
     let outcome = session.finish(outcome)?;
@@ -479,6 +624,7 @@ pub fn build(config_path: &Path, mode: Option<LlmMode>) -> Result<PathBuf> {
     std::fs::create_dir_all(&work).with_context(|| format!("cannot create {}", work.display()))?;
     run_candidates(&inp, &work)?;
     run_calibration(&inp, &work)?;
+    run_pool_audit(&inp, &work, mode)?;
     run_sampling(&inp, &work)?;
     run_seed_audit(&inp, &work, mode)?;
     run_identity(&inp, &work, mode)?;

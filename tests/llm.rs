@@ -61,6 +61,7 @@ fn make(ids: &[String]) -> anyhow::Result<LlmRequest> {
         schema_name: "test_audit".into(),
         schema: schema(),
         temperature: 0.0,
+        top_p: None,
         max_tokens: 256,
         seed: 1,
     })

@@ -86,8 +86,11 @@ fn config(dir: &Path, base_url: &str) -> PathBuf {
             .unwrap_or_else(|| line.to_string());
         out.push(l);
     }
+    // Identity completion is off unless a test turns it on (the default double answers audits).
+    let text = (out.join("\n") + "\n")
+        .replace("[identity]\nenabled = true", "[identity]\nenabled = false");
     let p = dir.join("config.toml");
-    fs::write(&p, out.join("\n") + "\n").unwrap();
+    fs::write(&p, text).unwrap();
     p
 }
 
@@ -375,6 +378,7 @@ async fn identity_repair_and_fallback_yield_a_valid_set_with_matching_counts() {
         // Without layout hints, so the double's deliberately broken values reach the validators.
         .replace("[identity]\nenabled = false", "[identity]\nenabled = true")
         .replace("syntax_hints = true", "syntax_hints = false")
+        .replace("max_repair_rounds = 1", "max_repair_rounds = 3")
         .replace("profiles = 1000", "profiles = 200");
     fs::write(&cfg, text).unwrap();
     let (ok, log) = tokio::task::spawn_blocking({
@@ -415,4 +419,85 @@ async fn identity_repair_and_fallback_yield_a_valid_set_with_matching_counts() {
         assert!(ids.insert(p["government_id"].as_str().unwrap().to_string()));
         assert_eq!(p["identity_provenance"]["government_id"], "fallback");
     }
+}
+
+/// The paper's whole-pool audit: every calibrated candidate is audited before sampling, the
+/// calibration is refitted on the accepted ones, and the sample holds accepted candidates only.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn whole_pool_audit_covers_every_candidate_and_samples_only_accepted_ones() {
+    let d = Double::start(vec![]).await;
+    let tmp = tempfile::tempdir().unwrap();
+    let cfg = config(tmp.path(), &d.base_url());
+    let text = fs::read_to_string(&cfg).unwrap().replace(
+        "[seed_audit]\nenabled = true",
+        "[seed_audit]\nenabled = true\nmode = \"whole_pool\"",
+    );
+    fs::write(&cfg, text).unwrap();
+    let (ok, log) = tokio::task::spawn_blocking({
+        let cfg = cfg.clone();
+        move || run(&cfg, "live")
+    })
+    .await
+    .unwrap();
+    assert!(ok, "{log}");
+    let bundle = tmp.path().join("bundle");
+    let v = Command::new(env!("CARGO_BIN_EXE_privforge"))
+        .arg("verify")
+        .arg(&bundle)
+        .output()
+        .unwrap();
+    assert!(v.status.success(), "{}", String::from_utf8_lossy(&v.stderr));
+
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&fs::read(bundle.join("manifest.json")).unwrap()).unwrap();
+    let audit = &manifest["seed_audit"];
+    assert_eq!(audit["mode"], "whole_pool", "{audit}");
+    let pool: privforge::stages::CalibrationArtifact =
+        privforge::stages::read_json(&tmp.path().join("work/calibration.json")).unwrap();
+    assert_eq!(audit["audited"], pool.pool_size, "{audit}");
+    let sum = |v: &serde_json::Value| -> u64 {
+        v.as_object()
+            .unwrap()
+            .values()
+            .map(|x| x.as_u64().unwrap())
+            .sum()
+    };
+    let rules = sum(&audit["rule_rejections"]);
+    let llm_rejected = sum(&audit["llm_rejections"]);
+    let llm_accepted = audit["llm_accepted"].as_u64().unwrap();
+    assert_eq!(
+        rules + llm_rejected + llm_accepted,
+        pool.pool_size as u64,
+        "{audit}"
+    );
+    // One request per batch of 25 candidates the rules let through: the whole pool.
+    let llm_audited = llm_rejected + llm_accepted;
+    assert_eq!(d.log().len() as u64, llm_audited.div_ceil(25));
+    assert!(llm_rejected > llm_audited / 5, "{audit}");
+
+    // The sample is drawn from accepted candidates only.
+    let verdicts: Vec<serde_json::Value> = fs::read_to_string(bundle.join("seed_audit.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(verdicts.len(), pool.pool_size);
+    let profiles: Vec<serde_json::Value> = fs::read_to_string(bundle.join("profiles.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(profiles.len(), 1000);
+    for p in &profiles {
+        let id = p["candidate_id"].as_str().unwrap();
+        assert_eq!(
+            support::double::verdict_for(id)["decision"],
+            "accept",
+            "{id}"
+        );
+    }
+    assert!(
+        audit["sample_total_l1_after_replacement"].as_f64().unwrap() < 2.0,
+        "{audit}"
+    );
 }

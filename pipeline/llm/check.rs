@@ -72,6 +72,7 @@ pub fn run(cfg: &Config) -> Result<Vec<CheckRow>> {
             schema_name: "llm_check".into(),
             schema: schema.clone(),
             temperature: 0.0,
+            top_p: None,
             max_tokens: 64,
             seed: 1,
         };

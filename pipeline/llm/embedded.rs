@@ -137,26 +137,29 @@ pub struct Generation {
 }
 
 /// How the next token is picked from the (grammar-filtered) distribution.
-enum Picker {
-    Greedy(LlamaSampler),
-    Random(LlamaSampler),
+struct Picker {
+    /// Nucleus truncation applied to the raw distribution before anything else.
+    truncate: Option<LlamaSampler>,
+    /// Greedy, or temperature followed by a seeded random draw.
+    draw: LlamaSampler,
 }
 
 impl Picker {
-    fn new(temperature: f32, seed: u32) -> Self {
+    fn new(temperature: f32, top_p: Option<f32>, seed: u32) -> Self {
         if temperature.is_nan() || temperature <= 0.0 {
-            Picker::Greedy(LlamaSampler::greedy())
-        } else {
-            Picker::Random(LlamaSampler::chain_simple([
+            return Picker {
+                truncate: None,
+                draw: LlamaSampler::greedy(),
+            };
+        }
+        Picker {
+            truncate: top_p
+                .filter(|p| *p > 0.0 && *p < 1.0)
+                .map(|p| LlamaSampler::top_p(p, 1)),
+            draw: LlamaSampler::chain_simple([
                 LlamaSampler::temp(temperature),
                 LlamaSampler::dist(seed),
-            ]))
-        }
-    }
-
-    fn sampler(&mut self) -> &mut LlamaSampler {
-        match self {
-            Picker::Greedy(s) | Picker::Random(s) => s,
+            ]),
         }
     }
 }
@@ -241,6 +244,7 @@ impl EmbeddedModel {
         messages: &[(String, String)],
         schema: &serde_json::Value,
         temperature: f32,
+        top_p: Option<f32>,
         max_tokens: u32,
         seed: u32,
     ) -> Result<Generation> {
@@ -257,7 +261,7 @@ impl EmbeddedModel {
             LlamaSampler::grammar(&self.model, &grammar_text, GRAMMAR_ROOT).map_err(|e| {
                 anyhow!("llama.cpp rejected the grammar derived from the JSON Schema ({e})")
             })?;
-        let mut picker = Picker::new(temperature, seed);
+        let mut picker = Picker::new(temperature, top_p, seed);
 
         let prompt = self.render_chat(messages)?;
         let prompt_tokens = self.tokenize_prompt(&prompt);
@@ -324,7 +328,7 @@ impl EmbeddedModel {
             grammar
                 .try_accept(token)
                 .map_err(|e| anyhow!("grammar rejected sampled token {}: {e}", token.0))?;
-            picker.sampler().accept(token);
+            picker.draw.accept(token);
             vocab.token_to_piece_into(token, &mut text_bytes, false, None);
             produced += 1;
 
@@ -447,11 +451,13 @@ fn pos_i32(pos: usize) -> Result<i32> {
 
 /// Chooses the next token from the logits at batch index `idx`.
 ///
-/// The picker is first run on the unconstrained distribution and the grammar only checks the one
-/// token it chose; only if that token is not allowed is the grammar applied to the whole
-/// vocabulary and the picker run again. For greedy decoding this returns exactly the best allowed
-/// token, and for random sampling the result is distributed exactly like sampling from the
-/// grammar-filtered distribution, while the common case avoids a full-vocabulary grammar pass.
+/// The nucleus (when configured) is cut from the raw distribution first. The picker then draws
+/// from it unconstrained and the grammar checks only the one token drawn; if that token is not
+/// allowed, the grammar filters the nucleus and the picker draws again, and only if no nucleus
+/// token is allowed is the grammar run over the whole vocabulary. Drawing unconstrained and
+/// redrawing from the allowed set on rejection gives exactly the grammar-filtered distribution
+/// (for greedy decoding, exactly the best allowed token), while the common cases avoid a
+/// full-vocabulary grammar pass, which dominates generation time with pattern-heavy schemas.
 fn pick_token(
     ctx: &LlamaContext<'_>,
     idx: i32,
@@ -469,10 +475,18 @@ fn pick_token(
                 .map(|(i, &l)| LlamaTokenData::new(LlamaToken::new(i as i32), l, 0.0)),
         );
     };
+    let allowed = |data: &[LlamaTokenData]| data.iter().any(|d| d.logit().is_finite());
 
     fill(scratch);
     let mut candidates = LlamaTokenDataArray::new(std::mem::take(scratch), false);
-    candidates.apply_sampler(picker.sampler());
+    let nucleus = match picker.truncate.as_mut() {
+        Some(truncate) => {
+            candidates.apply_sampler(truncate);
+            Some(candidates.data.clone())
+        }
+        None => None,
+    };
+    candidates.apply_sampler(&mut picker.draw);
     let first = candidates.selected_token();
     *scratch = std::mem::take(&mut candidates.data);
 
@@ -480,19 +494,32 @@ fn pick_token(
         let mut single =
             LlamaTokenDataArray::new(vec![LlamaTokenData::new(token, 0.0, 0.0)], false);
         single.apply_sampler(grammar);
-        if single.data.first().is_some_and(|d| d.logit().is_finite()) {
+        if allowed(&single.data) {
             return Ok(token);
+        }
+    }
+
+    if let Some(data) = nucleus {
+        // Marked unsorted: the grammar masks tokens without reordering, and a "sorted" array
+        // whose first entry is masked would make the softmax normalise by -inf.
+        let mut within = LlamaTokenDataArray::new(data, false);
+        within.apply_sampler(grammar);
+        if allowed(&within.data) {
+            within.apply_sampler(&mut picker.draw);
+            if let Some(token) = within.selected_token() {
+                return Ok(token);
+            }
         }
     }
 
     fill(scratch);
     let mut candidates = LlamaTokenDataArray::new(std::mem::take(scratch), false);
     candidates.apply_sampler(grammar);
-    if !candidates.data.iter().any(|d| d.logit().is_finite()) {
+    if !allowed(&candidates.data) {
         *scratch = std::mem::take(&mut candidates.data);
         bail!("the grammar allows no token at this point (the model cannot continue the JSON)");
     }
-    candidates.apply_sampler(picker.sampler());
+    candidates.apply_sampler(&mut picker.draw);
     let token = candidates
         .selected_token()
         .ok_or_else(|| anyhow!("the sampler did not select a token"));
@@ -580,17 +607,17 @@ mod tests {
         println!("{}", model.model_description());
 
         let greedy = model
-            .generate(&messages(), &schema(), 0.0, 128, 0)
+            .generate(&messages(), &schema(), 0.0, None, 128, 0)
             .expect("greedy generation");
         println!("greedy: {greedy:?}");
         assert_eq!(greedy.finish_reason, "stop");
         check_object(&greedy.text);
 
         let first = model
-            .generate(&messages(), &schema(), 0.7, 128, 1234)
+            .generate(&messages(), &schema(), 0.7, Some(0.9), 128, 1234)
             .expect("sampled generation");
         let second = model
-            .generate(&messages(), &schema(), 0.7, 128, 1234)
+            .generate(&messages(), &schema(), 0.7, Some(0.9), 128, 1234)
             .expect("sampled generation, repeated");
         println!("sampled: {first:?}");
         check_object(&first.text);
@@ -608,15 +635,17 @@ mod tests {
         let model = EmbeddedModel::load(&path, 2, 256).expect("model loads");
         let long = vec![("user".to_string(), "word ".repeat(400))];
         let err = model
-            .generate(&long, &schema(), 0.0, 8, 0)
+            .generate(&long, &schema(), 0.0, None, 8, 0)
             .expect_err("prompt longer than the context");
         assert!(err.to_string().contains("context"), "{err}");
 
         let bad_schema = json!({"type": "object", "properties": {"a": {"$ref": "#/nowhere"}}});
-        assert!(model.generate(&messages(), &bad_schema, 0.0, 8, 0).is_err());
+        assert!(model
+            .generate(&messages(), &bad_schema, 0.0, None, 8, 0)
+            .is_err());
 
         let short = model
-            .generate(&messages(), &schema(), 0.0, 3, 0)
+            .generate(&messages(), &schema(), 0.0, None, 3, 0)
             .expect("short generation");
         assert_eq!(short.finish_reason, "length");
         assert_eq!(short.completion_tokens, 3);

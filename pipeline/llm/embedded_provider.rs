@@ -59,10 +59,14 @@ impl Provider for EmbeddedProvider {
             .map(|m| (m.role.clone(), m.content.clone()))
             .collect();
         let schema = req.schema.clone();
-        let (temperature, max_tokens, seed) =
-            (req.temperature, attempt.max_tokens, attempt.seed as u32);
+        let (temperature, top_p, max_tokens, seed) = (
+            req.temperature,
+            req.top_p,
+            attempt.max_tokens,
+            attempt.seed as u32,
+        );
         let g = tokio::task::spawn_blocking(move || {
-            model.generate(&messages, &schema, temperature, max_tokens, seed)
+            model.generate(&messages, &schema, temperature, top_p, max_tokens, seed)
         })
         .await
         .map_err(|e| ProviderError::Fatal(format!("embedded generation panicked: {e}")))?

@@ -44,6 +44,9 @@ pub struct LlmRequest {
     pub schema_name: String,
     pub schema: Value,
     pub temperature: f32,
+    /// Nucleus truncation; `None` leaves the provider's default (no truncation).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub top_p: Option<f32>,
     pub max_tokens: u32,
     pub seed: u64,
 }
@@ -51,7 +54,7 @@ pub struct LlmRequest {
 impl LlmRequest {
     /// sha256 over the canonical JSON of everything that determines the answer.
     pub fn key(&self) -> String {
-        let canonical = serde_json::json!({
+        let mut canonical = serde_json::json!({
             "v": 1,
             "stage": self.stage,
             "template": self.template,
@@ -63,6 +66,10 @@ impl LlmRequest {
             "max_tokens": self.max_tokens,
             "seed": self.seed,
         });
+        // Added only when set, so requests without it keep their keys (and recorded answers).
+        if let Some(p) = self.top_p {
+            canonical["top_p"] = serde_json::json!(p);
+        }
         crate::fsio::sha256_hex(&serde_json::to_vec(&canonical).expect("request serialises"))
     }
 }

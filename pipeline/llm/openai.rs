@@ -300,6 +300,7 @@ impl Provider for OpenAiProvider {
             model: req.model.clone(),
             messages: to_api(to_messages(req, extra)),
             temperature: Some(req.temperature),
+            top_p: req.top_p,
             max_tokens: Some(attempt.max_tokens),
             seed: Some(attempt.seed as i64),
             response_format: Some(format),
