@@ -256,6 +256,16 @@ impl Config {
     }
 
     pub fn validate(&self) -> Result<()> {
+        use crate::identity::govid::{Date, RULES_AS_OF};
+        let Some(date) = Date::parse(&self.date) else {
+            bail!("date {:?} is not a calendar date (YYYY-MM-DD)", self.date);
+        };
+        if self.identity.enabled && date > RULES_AS_OF {
+            bail!(
+                "date {date} is after {RULES_AS_OF}, the day the identifier rules are valid as of; \
+                 their two-digit-year and future-date checks would misread births after it"
+            );
+        }
         let p = &self.population;
         if p.profiles == 0 {
             bail!("population.profiles must be positive");
@@ -387,6 +397,11 @@ mod tests {
             assert!(err.contains("top_p"), "{err}");
         }
         let ok = reference_with("top_p = 0.9", "top_p = 1.0").unwrap();
+        assert!(reference_with("date = \"2026-11-29\"", "date = \"2026-02-30\"").is_err());
+        let late = reference_with("date = \"2026-11-29\"", "date = \"2027-03-01\"")
+            .unwrap_err()
+            .to_string();
+        assert!(late.contains("2026-12-31"), "{late}");
         assert_eq!(ok.llm.stages["identity_completion"].top_p, Some(1.0));
     }
 }

@@ -41,15 +41,7 @@ pub fn schemes() -> Vec<&'static dyn Scheme> {
     ]
 }
 
-/// Stands in for "today" wherever a scheme needs it: to pick the century of a two-digit year
-/// (the latest century that does not put the birth date after this day) and to rule out birth
-/// dates in the future. It is a constant so that decoding never depends on the clock and a
-/// build stays reproducible; move it forward together with the reference build date.
-pub const AS_OF: Date = Date {
-    year: 2026,
-    month: 12,
-    day: 31,
-};
+pub use super::RULES_AS_OF as AS_OF;
 
 /// A calendar date, or `InvalidDate` naming the fields.
 pub(crate) fn calendar_date(year: i32, month: u32, day: u32) -> Result<Date, Problem> {

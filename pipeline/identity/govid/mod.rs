@@ -147,6 +147,16 @@ impl std::fmt::Display for Problem {
     }
 }
 
+/// Stands in for "today" wherever a scheme needs it, in every country: to pick the century of
+/// a two-digit year and to rule out birth dates in the future. It is a constant so that
+/// decoding never depends on the clock and a build stays reproducible; it must not precede
+/// the build date (the config check enforces this) and moves forward with the rules' vintage.
+pub const RULES_AS_OF: Date = Date {
+    year: 2026,
+    month: 12,
+    day: 31,
+};
+
 pub trait Scheme: Send + Sync {
     /// ISO 3166-1 alpha-3 of the issuing country.
     fn iso3(&self) -> &'static str;

@@ -20,9 +20,10 @@ pub struct Nir;
 pub static SCHEME: Nir = Nir;
 
 /// Two-digit years up to this value are read as 20YY, later ones as 19YY. The NIR does not
-/// encode the century; this pivot is the frame's reference year (2025), so every adult of the
-/// frame (born 1944-2007) and every child born since 2000 decodes to the right year.
-const CENTURY_PIVOT: u32 = 25;
+/// encode the century; the pivot is the year of the rules' "today" ([`RULES_AS_OF`]), shared
+/// with every other scheme, so every adult of the frame (ages 18-80) and every child born
+/// since 2000 decodes to the right year.
+const CENTURY_PIVOT: u32 = (crate::identity::govid::RULES_AS_OF.year % 100) as u32;
 
 /// GeoNames admin1 code of a metropolitan region → its departments. Departments 91-95 are
 /// left out: before 1968 those codes meant Algeria and Morocco, so they do not say whether
@@ -204,7 +205,7 @@ impl Scheme for Nir {
     fn uncertainties(&self) -> &'static [&'static str] {
         &[
             "First digits 3, 4, 7 and 8 (special and provisional numbers) are unconfirmed and rejected.",
-            "The century is not encoded; two-digit years up to 25 are read as 20YY, later ones as 19YY.",
+            "The century is not encoded; two-digit years up to 26 (the rules' reference year, 2026) are read as 20YY, later ones as 19YY.",
             "Months 20, 30-42 and 50+ (incomplete civil records) are accepted without a decoded month; 00 and 13-19 are rejected.",
             "Departments 91-95 meant Algeria/Morocco before independence and are Île-de-France departments since 1968; born_abroad is left unknown for them.",
             "Commune and country codes are not checked against INSEE tables; generated ones are random and need not exist.",
@@ -267,10 +268,10 @@ mod tests {
             (ev.region.as_deref(), ev.born_abroad),
             (Some("75"), Some(false))
         );
-        let ev = SCHEME.decode(&with_key("2260197410001")).unwrap();
+        let ev = SCHEME.decode(&with_key("2270197410001")).unwrap();
         assert_eq!(
             (ev.birth_year, ev.region.as_deref()),
-            (Some(1926), Some("974"))
+            (Some(1927), Some("974"))
         );
         assert_eq!(ev.born_abroad, Some(false));
         let ev = SCHEME.decode(&with_key("1254191001002")).unwrap();
