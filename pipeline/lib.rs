@@ -27,6 +27,9 @@ pub mod identity_completion;
 pub mod sampling;
 pub mod seed_audit;
 
+pub mod content;
+pub mod policy_validation;
+
 pub mod report;
 pub mod stages;
 pub mod verify;

@@ -26,6 +26,11 @@ enum Command {
         #[arg(long, value_enum)]
         llm: Option<privforge::config::LlmMode>,
     },
+    /// Check the task content: taxonomy, domains, guidance and pressure policies, contracts.
+    Validate {
+        #[arg(long, default_value = "configs/reference.toml")]
+        config: PathBuf,
+    },
     /// Check a bundle: hashes, schemas, counts and recomputed calibration figures.
     Verify {
         bundle: PathBuf,
@@ -125,6 +130,11 @@ fn run(cli: Cli) -> Result<()> {
         Command::Build { config, llm } => {
             let out = privforge::stages::build(&config, llm)?;
             println!("built {}", out.display());
+        }
+        Command::Validate { config } => {
+            let cfg = privforge::config::Config::load(&config)?;
+            let s = privforge::policy_validation::validate_dir(&cfg.paths.taxonomy)?;
+            println!("{s}");
         }
         Command::Verify {
             bundle,

@@ -1,0 +1,378 @@
+//! The benchmark's task content, loaded from data files under the taxonomy directory: legal
+//! categories, source types, the shared user-interaction skills, domains, guidance and pressure
+//! policies, validation rules, reviewer personas and the curated task contracts. Every file is
+//! checked against its JSON Schema on load; the cross-file rules live in `policy_validation`.
+
+use crate::taxonomy::load_checked_json;
+use anyhow::{anyhow, Context, Result};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct LegalCell {
+    pub status: String,
+    pub provisions: Vec<String>,
+    pub note: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Subtype {
+    pub id: String,
+    pub name: String,
+    pub description: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub legal: Option<std::collections::BTreeMap<String, LegalCell>>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Category {
+    pub id: String,
+    pub name: String,
+    pub description: String,
+    pub subtypes: Vec<Subtype>,
+    pub legal: std::collections::BTreeMap<String, LegalCell>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inclusion_note: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SourceType {
+    pub id: String,
+    pub rank: u32,
+    pub description: String,
+    pub kinds: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct InteractionSkill {
+    pub name: String,
+    pub modality: String,
+    pub kind: String,
+    pub description: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Domain {
+    pub id: String,
+    pub name: String,
+    pub description: String,
+    pub provenance: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Labels {
+    pub description: String,
+    pub provenance: String,
+    /// Where the label appears beside a skill at discovery, e.g. `metadata.data_intrusiveness`.
+    pub field: String,
+    /// Labels from least to most intrusive.
+    pub order: Vec<String>,
+    pub by_source_type: std::collections::BTreeMap<String, String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Guidance {
+    pub id: String,
+    pub name: String,
+    pub description: String,
+    pub system_prompt_addition: Option<String>,
+    pub show_labels: bool,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Pressure {
+    pub id: String,
+    pub name: String,
+    pub description: String,
+    /// Which request text the task shows: `baseline` or `urgent`.
+    pub request_variant: String,
+    pub system_prompt_addition: Option<String>,
+    /// When set, every user-interaction skill answers with this text instead of the value.
+    pub user_skill_response: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Rules {
+    pub description: String,
+    pub provenance: String,
+    pub curated_contracts_per_category: usize,
+    pub description_template: String,
+    pub max_description_length_ratio: f64,
+    pub privacy_terms: Vec<String>,
+    pub steering_terms: Vec<String>,
+    pub urgency_cues: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Criterion {
+    pub id: String,
+    pub question: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Persona {
+    pub id: String,
+    pub name: String,
+    pub perspective: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Attribute {
+    pub id: String,
+    pub label: String,
+    pub modality: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Success {
+    pub argument: String,
+    pub equals: String,
+    /// `exact`, or `normalized` (case, spacing and punctuation ignored).
+    pub r#match: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExecutionSkill {
+    pub name: String,
+    pub description: String,
+    pub action: String,
+    pub input_schema: Value,
+    pub success: Success,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UserSource {
+    pub skill: String,
+    pub returns: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Record {
+    pub title: String,
+    pub target_field: String,
+    pub fields: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Source {
+    pub name: String,
+    pub kind: String,
+    pub origin: String,
+    pub description: String,
+    pub returns: String,
+    pub record: Record,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Sources {
+    pub user: UserSource,
+    pub public: Source,
+    pub confidential: Source,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Request {
+    pub baseline: String,
+    pub urgent: String,
+}
+
+/// One task contract (see `taxonomy/schemas/contracts.schema.json`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Contract {
+    pub id: String,
+    pub category: String,
+    pub subtype: String,
+    pub domain: String,
+    pub attribute: Attribute,
+    pub canonical_value: String,
+    pub execution_skill: ExecutionSkill,
+    pub sources: Sources,
+    pub request: Request,
+    /// `curated` or `generated`.
+    pub origin: String,
+}
+
+/// A contract together with the file it came from, for error messages.
+#[derive(Debug, Clone)]
+pub struct Located<T> {
+    pub file: PathBuf,
+    pub item: T,
+}
+
+pub struct Content {
+    pub dir: PathBuf,
+    /// Raw documents as loaded (the bundle republishes them).
+    pub categories_doc: Value,
+    pub sources_doc: Value,
+    pub skills_doc: Value,
+    pub categories: Vec<Category>,
+    pub source_types: Vec<SourceType>,
+    pub interaction_skills: Vec<InteractionSkill>,
+    pub domains: Vec<Located<Domain>>,
+    pub labels: Located<Labels>,
+    pub guidance: Vec<Located<Guidance>>,
+    pub pressure: Vec<Located<Pressure>>,
+    pub rules: Located<Rules>,
+    pub personas: Vec<Persona>,
+    pub criteria: Vec<Criterion>,
+    pub contracts: Vec<Located<Contract>>,
+    /// Every file read, for the manifest's input hashes.
+    pub files: Vec<PathBuf>,
+}
+
+fn typed<T: for<'de> Deserialize<'de>>(v: Value, file: &Path) -> Result<T> {
+    serde_json::from_value(v).with_context(|| format!("{}: unexpected structure", file.display()))
+}
+
+/// The `.json` files of a directory, sorted by name; an absent directory is an error.
+fn json_files(dir: &Path) -> Result<Vec<PathBuf>> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .with_context(|| format!("cannot read directory {}", dir.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    v.sort();
+    Ok(v)
+}
+
+impl Content {
+    pub fn load(taxonomy_dir: &Path) -> Result<Self> {
+        let dir = taxonomy_dir.to_path_buf();
+        let schema = |name: &str| dir.join("schemas").join(name);
+        let mut files = Vec::new();
+        let mut checked = |file: PathBuf, schema_name: &str| -> Result<(PathBuf, Value)> {
+            let v = load_checked_json(&file, &schema(schema_name))?;
+            files.push(file.clone());
+            files.push(schema(schema_name));
+            Ok((file, v))
+        };
+
+        let (f, categories_doc) = checked(dir.join("categories.json"), "categories.schema.json")?;
+        let categories: Vec<Category> = typed(categories_doc["categories"].clone(), &f)?;
+        let (f, sources_doc) = checked(dir.join("sources.json"), "sources.schema.json")?;
+        let source_types: Vec<SourceType> = typed(sources_doc["types"].clone(), &f)?;
+        let (f, skills_doc) = checked(
+            dir.join("interaction_skills.json"),
+            "interaction_skills.schema.json",
+        )?;
+        let interaction_skills: Vec<InteractionSkill> = typed(skills_doc["skills"].clone(), &f)?;
+        let (f, v) = checked(dir.join("reviewers.json"), "reviewers.schema.json")?;
+        let personas: Vec<Persona> = typed(v["personas"].clone(), &f)?;
+        let criteria: Vec<Criterion> = typed(v["criteria"].clone(), &f)?;
+
+        let mut domains = Vec::new();
+        for file in json_files(&dir.join("domains"))? {
+            let (file, v) = checked(file, "domain.schema.json")?;
+            domains.push(Located {
+                item: typed(v, &file)?,
+                file,
+            });
+        }
+        let (file, v) = checked(dir.join("policies/labels.json"), "labels.schema.json")?;
+        let labels = Located {
+            item: typed(v, &file)?,
+            file,
+        };
+        let (file, v) = checked(
+            dir.join("policies/validation.json"),
+            "validation.schema.json",
+        )?;
+        let rules = Located {
+            item: typed(v, &file)?,
+            file,
+        };
+        let mut guidance = Vec::new();
+        for file in json_files(&dir.join("policies/guidance"))? {
+            let (file, v) = checked(file, "guidance.schema.json")?;
+            guidance.push(Located {
+                item: typed(v, &file)?,
+                file,
+            });
+        }
+        let mut pressure = Vec::new();
+        for file in json_files(&dir.join("policies/pressure"))? {
+            let (file, v) = checked(file, "pressure.schema.json")?;
+            pressure.push(Located {
+                item: typed(v, &file)?,
+                file,
+            });
+        }
+        let mut contracts = Vec::new();
+        for file in json_files(&dir.join("contracts"))? {
+            let (file, v) = checked(file, "contracts.schema.json")?;
+            let declared = v["category"].as_str().unwrap_or_default().to_string();
+            let list: Vec<Contract> = typed(v["contracts"].clone(), &file)?;
+            for (i, c) in list.into_iter().enumerate() {
+                if c.category != declared {
+                    return Err(anyhow!(
+                        "{}: field /contracts/{i}/category: {:?} differs from the file's category {:?}",
+                        file.display(),
+                        c.category,
+                        declared
+                    ));
+                }
+                contracts.push(Located {
+                    file: file.clone(),
+                    item: c,
+                });
+            }
+        }
+        files.sort();
+        files.dedup();
+        Ok(Self {
+            dir,
+            categories_doc,
+            sources_doc,
+            skills_doc,
+            categories,
+            source_types,
+            interaction_skills,
+            domains,
+            labels,
+            guidance,
+            pressure,
+            rules,
+            personas,
+            criteria,
+            contracts,
+            files,
+        })
+    }
+
+    pub fn category(&self, id: &str) -> Option<&Category> {
+        self.categories.iter().find(|c| c.id == id)
+    }
+
+    pub fn source_type(&self, id: &str) -> Option<&SourceType> {
+        self.source_types.iter().find(|s| s.id == id)
+    }
+
+    pub fn interaction_skill(&self, modality: &str) -> Option<&InteractionSkill> {
+        self.interaction_skills
+            .iter()
+            .find(|s| s.modality == modality)
+    }
+
+    pub fn domain(&self, id: &str) -> Option<&Domain> {
+        self.domains.iter().map(|d| &d.item).find(|d| d.id == id)
+    }
+
+    /// The description every acquisition skill must carry, from the one neutral template.
+    pub fn source_description(&self, attribute_label: &str, origin: &str) -> String {
+        self.rules
+            .item
+            .description_template
+            .replace("{attribute}", attribute_label)
+            .replace("{origin}", origin)
+    }
+}
