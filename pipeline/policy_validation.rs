@@ -362,7 +362,7 @@ pub fn check_contract(c: &Content, file: &Path, at: &str, k: &Contract) -> Vec<F
             );
         }
     }
-    drop(s);
+
     out
 }
 
@@ -476,7 +476,6 @@ pub fn validate_policies(c: &Content, out: &mut Vec<Finding>) {
             );
         }
     }
-    drop(s);
 
     // Guidance: a neutral condition exists and shows nothing privacy-related.
     let mut seen = BTreeSet::new();
