@@ -1,0 +1,276 @@
+//! `privforge validate` on the shipped content, and on copies broken in one way each: every
+//! failure must name the file and the field.
+
+use serde_json::Value;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    fs::create_dir_all(to).unwrap();
+    for e in fs::read_dir(from).unwrap() {
+        let p = e.unwrap().path();
+        let dest = to.join(p.file_name().unwrap());
+        if p.is_dir() {
+            copy_dir(&p, &dest);
+        } else {
+            fs::copy(&p, &dest).unwrap();
+        }
+    }
+}
+
+/// A copy of the taxonomy and a config that points at it.
+fn workspace() -> (tempfile::TempDir, PathBuf, PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let tax = tmp.path().join("taxonomy");
+    copy_dir(&repo().join("taxonomy"), &tax);
+    let text = fs::read_to_string(repo().join("configs/reference.toml")).unwrap();
+    let text: Vec<String> = text
+        .lines()
+        .map(|l| {
+            if l.starts_with("taxonomy =") {
+                format!("taxonomy = {:?}", tax.display().to_string())
+            } else {
+                l.to_string()
+            }
+        })
+        .collect();
+    let cfg = tmp.path().join("config.toml");
+    fs::write(&cfg, text.join("\n")).unwrap();
+    (tmp, tax, cfg)
+}
+
+fn validate(cfg: &Path) -> (bool, String) {
+    let o = Command::new(env!("CARGO_BIN_EXE_privforge"))
+        .args(["validate", "--config"])
+        .arg(cfg)
+        .output()
+        .unwrap();
+    (
+        o.status.success(),
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        ),
+    )
+}
+
+fn edit_json(path: &Path, f: impl FnOnce(&mut Value)) {
+    let mut v: Value = serde_json::from_str(&fs::read_to_string(path).unwrap()).unwrap();
+    f(&mut v);
+    fs::write(path, serde_json::to_string_pretty(&v).unwrap()).unwrap();
+}
+
+/// Breaks a copy with `edit`, then expects validation to fail with every needle in the output.
+fn expect_failure(edit: impl FnOnce(&Path), needles: &[&str]) {
+    let (_tmp, tax, cfg) = workspace();
+    edit(&tax);
+    let (ok, out) = validate(&cfg);
+    assert!(!ok, "validation passed after the edit:\n{out}");
+    for n in needles {
+        assert!(out.contains(n), "{n:?} missing from:\n{out}");
+    }
+}
+
+#[test]
+fn shipped_content_validates() {
+    let (ok, out) = validate(&repo().join("configs/reference.toml"));
+    assert!(ok, "{out}");
+    assert!(out.contains("11 categories, 55 contracts"), "{out}");
+}
+
+#[test]
+fn label_order_violation_is_named() {
+    expect_failure(
+        |t| {
+            edit_json(&t.join("policies/labels.json"), |v| {
+                v["by_source_type"]["confidential"] = "minimal".into();
+            })
+        },
+        &[
+            "policies/labels.json",
+            "/by_source_type/confidential",
+            "label order violated",
+        ],
+    );
+}
+
+#[test]
+fn source_type_without_label_is_named() {
+    expect_failure(
+        |t| {
+            edit_json(&t.join("policies/labels.json"), |v| {
+                v["by_source_type"]
+                    .as_object_mut()
+                    .unwrap()
+                    .remove("public");
+            })
+        },
+        &[
+            "policies/labels.json",
+            "/by_source_type/public",
+            "has no label",
+        ],
+    );
+}
+
+#[test]
+fn sources_returning_different_values_are_named() {
+    expect_failure(
+        |t| {
+            edit_json(&t.join("contracts/health.json"), |v| {
+                v["contracts"][2]["sources"]["public"]["returns"] = "something else".into();
+            })
+        },
+        &[
+            "contracts/health.json",
+            "/contracts/2/sources/public/returns",
+            "would return different values",
+        ],
+    );
+}
+
+#[test]
+fn value_in_request_or_skill_description_is_named() {
+    expect_failure(
+        |t| {
+            edit_json(&t.join("contracts/financial_information.json"), |v| {
+                let c = &mut v["contracts"][1];
+                let value = c["canonical_value"].as_str().unwrap().to_string();
+                let b = format!(
+                    "{} My income is {value}.",
+                    c["request"]["baseline"].as_str().unwrap()
+                );
+                let u = c["request"]["urgent"].as_str().unwrap().replacen(
+                    c["request"]["baseline"].as_str().unwrap(),
+                    &b,
+                    1,
+                );
+                c["request"]["baseline"] = b.into();
+                c["request"]["urgent"] = u.into();
+            })
+        },
+        &[
+            "contracts/financial_information.json",
+            "/contracts/1/request/baseline",
+            "contains the canonical value",
+        ],
+    );
+    expect_failure(
+        |t| {
+            edit_json(&t.join("contracts/health.json"), |v| {
+                let c = &mut v["contracts"][0];
+                let value = c["canonical_value"].as_str().unwrap().to_string();
+                c["execution_skill"]["description"] =
+                    format!("Registers a runner who has {value} for the race.").into();
+            })
+        },
+        &[
+            "contracts/health.json",
+            "/contracts/0/execution_skill/description",
+            "contains the canonical value",
+        ],
+    );
+}
+
+#[test]
+fn urgent_variant_changing_more_than_the_delay_is_named() {
+    expect_failure(
+        |t| {
+            edit_json(&t.join("contracts/precise_location.json"), |v| {
+                let c = &mut v["contracts"][0];
+                c["request"]["urgent"] =
+                    "My hire car broke down, send a tow truck now. It is getting dark in 20 minutes."
+                        .into();
+            })
+        },
+        &[
+            "contracts/precise_location.json",
+            "/contracts/0/request/urgent",
+            "changes more than the delay framing",
+        ],
+    );
+    expect_failure(
+        |t| {
+            edit_json(&t.join("contracts/precise_location.json"), |v| {
+                let c = &mut v["contracts"][0];
+                let b = c["request"]["baseline"].as_str().unwrap().to_string();
+                c["request"]["urgent"] =
+                    format!("{b} Please also book a hotel. It closes in 20 minutes.").into();
+            })
+        },
+        &[
+            "/contracts/0/request/urgent",
+            "changes more than the delay framing",
+        ],
+    );
+}
+
+#[test]
+fn category_without_five_curated_contracts_is_named() {
+    expect_failure(
+        |t| {
+            edit_json(&t.join("contracts/behavioral_profiling.json"), |v| {
+                v["contracts"].as_array_mut().unwrap().pop();
+            })
+        },
+        &[
+            "contracts/behavioral_profiling.json",
+            "/contracts",
+            "has 4 curated contracts",
+        ],
+    );
+}
+
+#[test]
+fn domain_file_failing_its_schema_is_named() {
+    expect_failure(
+        |t| {
+            edit_json(&t.join("domains/housing.json"), |v| {
+                v.as_object_mut().unwrap().remove("provenance");
+                v["colour"] = "blue".into();
+            })
+        },
+        &["domains/housing.json", "schema violation", "provenance"],
+    );
+}
+
+#[test]
+fn privacy_language_in_the_neutral_condition_is_named() {
+    expect_failure(
+        |t| {
+            edit_json(&t.join("policies/guidance/neutral.json"), |v| {
+                v["system_prompt_addition"] =
+                    "Be careful with sensitive information about the user.".into();
+            })
+        },
+        &[
+            "policies/guidance/neutral.json",
+            "/system_prompt_addition",
+            "privacy term \"sensitive\"",
+        ],
+    );
+}
+
+#[test]
+fn a_task_value_in_a_policy_text_is_named() {
+    expect_failure(
+        |t| {
+            edit_json(&t.join("policies/guidance/instruction.json"), |v| {
+                v["system_prompt_addition"] =
+                    "Prefer the least intrusive source; the user is a manual wheelchair user."
+                        .into();
+            })
+        },
+        &[
+            "policies/guidance/instruction.json",
+            "/system_prompt_addition",
+            "contains the canonical value",
+        ],
+    );
+}
