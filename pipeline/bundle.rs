@@ -184,6 +184,8 @@ pub fn write(inp: &Inputs, work: &Path) -> Result<()> {
     let final_total: f64 = final_l1.values().sum();
     let sel = resolve_ids(&pool, &audit.selected_candidate_ids)?;
     let ident: IdentityArtifact = read_json(&work.join("identity.json"))?;
+    let contracts: crate::stages::ContractsArtifact = read_json(&work.join("contracts.json"))?;
+    let validation: crate::stages::ValidationArtifact = read_json(&work.join("validation.json"))?;
     let by_candidate: std::collections::HashMap<
         &str,
         &crate::identity_completion::CompletedIdentity,
@@ -288,6 +290,48 @@ pub fn write(inp: &Inputs, work: &Path) -> Result<()> {
             to_json_pretty(&identity_schemes(inp))?,
         );
     }
+    let content = &inp.content;
+    files.insert(
+        "taxonomy.json".into(),
+        to_json_pretty(&json!({
+            "categories": content.categories_doc,
+            "sources": content.sources_doc,
+            "interaction_skills": content.skills_doc,
+            "domains": content.domains.iter().map(|d| &d.item).collect::<Vec<_>>(),
+            "reviewers": {"criteria": content.criteria, "personas": content.personas},
+        }))?,
+    );
+    files.insert(
+        "policies.json".into(),
+        to_json_pretty(&json!({
+            "guidance": content.guidance.iter().map(|g| &g.item).collect::<Vec<_>>(),
+            "pressure": content.pressure.iter().map(|p| &p.item).collect::<Vec<_>>(),
+            "labels": content.labels.item,
+            "validation": content.rules.item,
+        }))?,
+    );
+    let mut buf = Vec::new();
+    for c in &contracts.contracts {
+        serde_json::to_writer(&mut buf, c)?;
+        buf.push(b'\n');
+    }
+    files.insert("contracts.jsonl".into(), buf);
+    if contracts.reviewed {
+        let mut buf = Vec::new();
+        for v in &contracts.votes {
+            serde_json::to_writer(&mut buf, v)?;
+            buf.push(b'\n');
+        }
+        files.insert("votes.jsonl".into(), buf);
+        if !contracts.discarded.is_empty() {
+            let mut buf = Vec::new();
+            for d in &contracts.discarded {
+                serde_json::to_writer(&mut buf, d)?;
+                buf.push(b'\n');
+            }
+            files.insert("contracts_discarded.jsonl".into(), buf);
+        }
+    }
     files.insert(
         "schemas/profile.schema.json".into(),
         to_json_pretty(&profile_schema(inp))?,
@@ -316,8 +360,23 @@ pub fn write(inp: &Inputs, work: &Path) -> Result<()> {
     }
     inputs.insert("taxonomy".to_string(), tax_hashes);
     inputs.insert("margins".to_string(), inp.margins.input_hashes()?);
+    let mut content_hashes = BTreeMap::new();
+    for p in &inp.content.files {
+        let rel = p
+            .strip_prefix(&inp.content.dir)
+            .unwrap_or(p)
+            .display()
+            .to_string();
+        content_hashes.insert(rel, crate::fsio::sha256_file(p)?);
+    }
+    inputs.insert("content".to_string(), content_hashes);
 
-    let parts: Vec<&crate::llm::LlmSummary> = audit.llm.iter().chain(ident.llm.iter()).collect();
+    let parts: Vec<&crate::llm::LlmSummary> = audit
+        .llm
+        .iter()
+        .chain(ident.llm.iter())
+        .chain(contracts.llm.iter())
+        .collect();
     let llm_summary = if parts.is_empty() {
         None
     } else {
@@ -336,12 +395,17 @@ pub fn write(inp: &Inputs, work: &Path) -> Result<()> {
             "profiles": profiles.len(),
             "candidates": cal.pool_size,
             "margins": inp.margins.margins.len(),
+            "contracts": contracts.contracts.len(),
+            "votes": contracts.votes.len(),
+            "categories": inp.content.categories.len(),
+            "skills": inp.content.interaction_skills.len() + 3 * contracts.contracts.len(),
         },
         "margins": inp.margins.manifest.margins.iter().map(|m| json!({
             "name": m.name, "file": format!("margins/{}", m.file), "fields": m.fields, "status": m.status,
         })).collect::<Vec<_>>(),
         "seed_audit": audit.report,
         "identity": ident.report,
+        "contracts": {"reviewed": contracts.reviewed, "report": contracts.report, "validation": validation},
         "llm": llm_summary,
         "calibration": {
             "max_l1": cal.ipf.max_l1,

@@ -22,7 +22,61 @@ pub struct Config {
     #[serde(default)]
     pub identity: IdentityStage,
     #[serde(default)]
+    pub contracts: ContractsStage,
+    #[serde(default)]
     pub llm: Llm,
+}
+
+/// How the reviewer personas' votes are combined.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Aggregation {
+    Unanimous,
+    Majority,
+}
+
+/// Whether votes decide the fate of curated contracts (`gate`) or are recorded beside them
+/// (`advisory`). Generated contracts are always gated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CuratedReview {
+    Gate,
+    Advisory,
+}
+
+/// New contracts to author for one (category, subtype, domain) slot.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GenerateSpec {
+    pub category: String,
+    pub subtype: String,
+    pub domain: String,
+    pub count: usize,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ContractsStage {
+    /// Run the authoring and review stages (the curated contracts ship either way).
+    pub enabled: bool,
+    pub aggregation: Aggregation,
+    /// Vote rounds, each but the last followed by a rewrite of what was not accepted.
+    pub max_review_rounds: usize,
+    pub curated_review: CuratedReview,
+    #[serde(default)]
+    pub generate: Vec<GenerateSpec>,
+}
+
+impl Default for ContractsStage {
+    fn default() -> Self {
+        Self {
+            enabled: false,
+            aggregation: Aggregation::Majority,
+            max_review_rounds: 3,
+            curated_review: CuratedReview::Advisory,
+            generate: Vec::new(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -310,6 +364,16 @@ impl Config {
                 if !l.stages.contains_key(st) {
                     bail!("identity.enabled needs an [llm.stages.{st}] section");
                 }
+            }
+        }
+        if self.contracts.enabled {
+            for st in ["contract_review", "contract_rewrite", "contract_authoring"] {
+                if !l.stages.contains_key(st) {
+                    bail!("contracts.enabled needs an [llm.stages.{st}] section");
+                }
+            }
+            if self.contracts.max_review_rounds == 0 {
+                bail!("contracts.max_review_rounds must be at least 1");
             }
         }
         if self.seed_audit.enabled && !l.stages.contains_key("seed_audit") {

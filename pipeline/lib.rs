@@ -28,6 +28,7 @@ pub mod sampling;
 pub mod seed_audit;
 
 pub mod content;
+pub mod contract_review;
 pub mod policy_validation;
 
 pub mod report;

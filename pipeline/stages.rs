@@ -22,18 +22,32 @@ pub struct Inputs {
     pub config: Config,
     pub taxonomy: Taxonomy,
     pub margins: MarginSet,
+    pub content: crate::content::Content,
 }
 
 impl Inputs {
+    /// Loads and validates every input; content that fails the policy validation stops the
+    /// build here, before anything is written.
     pub fn load(config_path: &Path) -> Result<Self> {
         let config = Config::load(config_path)?;
         let taxonomy = Taxonomy::load(&config.paths.taxonomy)?;
         let margins = MarginSet::load(&config.paths.margins, &taxonomy)?;
+        let content = crate::content::Content::load(&config.paths.taxonomy)?;
+        let findings = crate::policy_validation::validate(&content);
+        if !findings.is_empty() {
+            let list: Vec<String> = findings.iter().map(|f| format!("  {f}")).collect();
+            return Err(anyhow!(
+                "content validation failed with {} finding(s):\n{}",
+                findings.len(),
+                list.join("\n")
+            ));
+        }
         Ok(Self {
             config_path: config_path.to_path_buf(),
             config,
             taxonomy,
             margins,
+            content,
         })
     }
 }
@@ -615,6 +629,153 @@ pub fn run_identity(inp: &Inputs, work: &Path, mode: LlmMode) -> Result<()> {
     write_atomic(&work.join("identity.json"), &to_json_pretty(&art)?)
 }
 
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ContractsArtifact {
+    pub reviewed: bool,
+    pub contracts: Vec<crate::contract_review::ReviewedContract>,
+    pub votes: Vec<crate::contract_review::Vote>,
+    pub discarded: Vec<crate::contract_review::Discarded>,
+    pub report: Option<crate::contract_review::ContractsReport>,
+    pub llm: Option<crate::llm::LlmSummary>,
+}
+
+/// Stage 6: contract authoring and the reviewer personas' votes (with rewrites).
+pub fn run_contracts(inp: &Inputs, work: &Path, mode: LlmMode) -> Result<()> {
+    use crate::contract_review as cr;
+    let c = &inp.config;
+    let used = crate::llm::used_path(work, cr::REVIEW_STAGE);
+    if !c.contracts.enabled {
+        let _ = std::fs::remove_file(&used);
+        let art = ContractsArtifact {
+            reviewed: false,
+            contracts: inp
+                .content
+                .contracts
+                .iter()
+                .map(|l| cr::ReviewedContract {
+                    contract: l.item.clone(),
+                    review: None,
+                })
+                .collect(),
+            votes: vec![],
+            discarded: vec![],
+            report: None,
+            llm: None,
+        };
+        return write_atomic(&work.join("contracts.json"), &to_json_pretty(&art)?);
+    }
+    let st = &c.llm.stages;
+    let load = |name: &str| crate::llm::prompts::Template::load(&c.llm.prompts, &st[name].template);
+    let templates = cr::Templates {
+        review: load(cr::REVIEW_STAGE)?,
+        rewrite: load(cr::REWRITE_STAGE)?,
+        authoring: load(cr::AUTHORING_STAGE)?,
+    };
+    let settings = cr::Settings {
+        review: &st[cr::REVIEW_STAGE],
+        rewrite: &st[cr::REWRITE_STAGE],
+        authoring: &st[cr::AUTHORING_STAGE],
+        stage: &c.contracts,
+        seed: c.seed,
+    };
+    let session = LlmSession::start(c, mode, work, cr::REVIEW_STAGE, "contract review")?;
+    let client = &session.client;
+    let result = session
+        .rt
+        .block_on(cr::run(client, &inp.content, &templates, &settings));
+    let outcome = session.finish(result)?;
+    let r = &outcome.report;
+    eprintln!(
+        "contracts: {} kept ({} curated, {} of {} generated), {} discarded; {} votes, {} rewrites; first round {:?}",
+        outcome.contracts.len(),
+        r.curated,
+        r.generated_kept,
+        r.generated_requested,
+        r.discarded,
+        r.votes,
+        r.rewrites,
+        r.first_round
+    );
+    let art = ContractsArtifact {
+        reviewed: true,
+        contracts: outcome.contracts,
+        votes: outcome.votes,
+        discarded: outcome.discarded,
+        report: Some(outcome.report),
+        llm: Some(crate::llm::summary(
+            client,
+            &[&templates.review, &templates.rewrite, &templates.authoring],
+        )?),
+    };
+    write_atomic(&work.join("contracts.json"), &to_json_pretty(&art)?)
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ValidationArtifact {
+    pub contracts: usize,
+    pub curated: usize,
+    pub generated: usize,
+    pub categories: usize,
+    pub guidance_conditions: usize,
+    pub pressure_conditions: usize,
+    pub domains: usize,
+}
+
+/// Stage 7: policy validation of the final contract set (curated and generated) together
+/// with the policies it will be shown under.
+pub fn run_policy_validation(inp: &Inputs, work: &Path) -> Result<()> {
+    use crate::content::Located;
+    let art: ContractsArtifact = read_json(&work.join("contracts.json"))?;
+    let generated_file = work.join("contracts.json");
+    let located: Vec<Located<crate::content::Contract>> = art
+        .contracts
+        .iter()
+        .map(|rc| Located {
+            file: inp
+                .content
+                .contracts
+                .iter()
+                .find(|l| l.item.id == rc.contract.id)
+                .map(|l| l.file.clone())
+                .unwrap_or_else(|| generated_file.clone()),
+            item: rc.contract.clone(),
+        })
+        .collect();
+    let refs: Vec<&Located<crate::content::Contract>> = located.iter().collect();
+    let mut findings = Vec::new();
+    crate::policy_validation::validate_policies(&inp.content, &mut findings);
+    crate::policy_validation::validate_contract_set(&inp.content, &refs, true, &mut findings);
+    findings.sort();
+    findings.dedup();
+    if !findings.is_empty() {
+        let list: Vec<String> = findings.iter().map(|f| format!("  {f}")).collect();
+        return Err(anyhow!(
+            "policy validation of the reviewed contracts failed with {} finding(s):\n{}",
+            findings.len(),
+            list.join("\n")
+        ));
+    }
+    let generated = art
+        .contracts
+        .iter()
+        .filter(|c| c.contract.origin == "generated")
+        .count();
+    let v = ValidationArtifact {
+        contracts: art.contracts.len(),
+        curated: art.contracts.len() - generated,
+        generated,
+        categories: inp.content.categories.len(),
+        guidance_conditions: inp.content.guidance.len(),
+        pressure_conditions: inp.content.pressure.len(),
+        domains: inp.content.domains.len(),
+    };
+    eprintln!(
+        "policy validation: {} contracts ({} generated) under {} guidance and {} pressure conditions: OK",
+        v.contracts, v.generated, v.guidance_conditions, v.pressure_conditions
+    );
+    write_atomic(&work.join("validation.json"), &to_json_pretty(&v)?)
+}
+
 /// A whole build: inputs are validated before anything is written; the bundle appears only
 /// if every stage succeeded. `mode` overrides the config's `llm.mode`.
 pub fn build(config_path: &Path, mode: Option<LlmMode>) -> Result<PathBuf> {
@@ -628,6 +789,8 @@ pub fn build(config_path: &Path, mode: Option<LlmMode>) -> Result<PathBuf> {
     run_sampling(&inp, &work)?;
     run_seed_audit(&inp, &work, mode)?;
     run_identity(&inp, &work, mode)?;
+    run_contracts(&inp, &work, mode)?;
+    run_policy_validation(&inp, &work)?;
     crate::bundle::write(&inp, &work)?;
     Ok(inp.config.paths.output.clone())
 }

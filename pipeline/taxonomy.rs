@@ -320,6 +320,15 @@ impl Taxonomy {
             v.push(self.dir.join(f));
             v.push(self.dir.join(s));
         }
+        // The name lists of the identity fallback.
+        if let Ok(rd) = std::fs::read_dir(self.dir.join("names")) {
+            let mut names: Vec<PathBuf> = rd
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.extension().is_some_and(|x| x == "json"))
+                .collect();
+            names.sort();
+            v.extend(names);
+        }
         v
     }
 }

@@ -20,6 +20,113 @@ fn read_json(path: &Path) -> Result<Value> {
         .map_err(|e| anyhow!("{}:{}: invalid JSON: {e}", path.display(), e.line()))
 }
 
+fn jsonl(path: &Path) -> Result<Vec<Value>> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    text.lines()
+        .enumerate()
+        .map(|(i, l)| {
+            serde_json::from_str(l)
+                .map_err(|e| anyhow!("{}:{}: invalid JSON: {e}", path.display(), i + 1))
+        })
+        .collect()
+}
+
+/// Contracts: count, required fields, one value across the three sources; votes: one per
+/// persona for every contract and round voted on.
+fn check_contracts(dir: &Path, manifest: &Value) -> Result<()> {
+    let Some(want) = manifest
+        .pointer("/counts/contracts")
+        .and_then(|v| v.as_u64())
+    else {
+        return Ok(());
+    };
+    let contracts = jsonl(&dir.join("contracts.jsonl"))?;
+    if contracts.len() as u64 != want {
+        bail!(
+            "contracts.jsonl has {} records, manifest.json counts.contracts says {want}",
+            contracts.len()
+        );
+    }
+    let mut ids = HashSet::new();
+    for (i, c) in contracts.iter().enumerate() {
+        for key in [
+            "id",
+            "category",
+            "subtype",
+            "attribute",
+            "canonical_value",
+            "origin",
+        ] {
+            if c.get(key).is_none() {
+                bail!("contracts.jsonl:{}: field {key} is missing", i + 1);
+            }
+        }
+        let id = c["id"].as_str().unwrap_or_default();
+        if !ids.insert(id.to_string()) {
+            bail!("contracts.jsonl:{}: duplicate contract id {id}", i + 1);
+        }
+        let value = &c["canonical_value"];
+        for src in ["user", "public", "confidential"] {
+            if &c["sources"][src]["returns"] != value {
+                bail!(
+                    "contracts.jsonl:{}: field sources.{src}.returns differs from canonical_value",
+                    i + 1
+                );
+            }
+        }
+    }
+    let votes_path = dir.join("votes.jsonl");
+    if !votes_path.exists() {
+        return Ok(());
+    }
+    let votes = jsonl(&votes_path)?;
+    if manifest.pointer("/counts/votes").and_then(|v| v.as_u64()) != Some(votes.len() as u64) {
+        bail!(
+            "votes.jsonl has {} votes, manifest.json counts.votes disagrees",
+            votes.len()
+        );
+    }
+    let taxonomy = read_json(&dir.join("taxonomy.json"))?;
+    let personas: HashSet<&str> = taxonomy
+        .pointer("/reviewers/personas")
+        .and_then(|p| p.as_array())
+        .map(|a| a.iter().filter_map(|p| p["id"].as_str()).collect())
+        .unwrap_or_default();
+    let mut per: BTreeMap<(String, u64), HashSet<String>> = BTreeMap::new();
+    for (i, v) in votes.iter().enumerate() {
+        let persona = v["persona"].as_str().unwrap_or_default().to_string();
+        if !personas.contains(persona.as_str()) {
+            bail!("votes.jsonl:{}: unknown persona {persona:?}", i + 1);
+        }
+        let key = (
+            v["contract_id"].as_str().unwrap_or_default().to_string(),
+            v["round"].as_u64().unwrap_or(0),
+        );
+        if !per.entry(key).or_default().insert(persona.clone()) {
+            bail!(
+                "votes.jsonl:{}: a second vote by {persona} in the same round",
+                i + 1
+            );
+        }
+    }
+    for ((id, round), who) in &per {
+        if who.len() != personas.len() {
+            bail!(
+                "votes.jsonl: contract {id} round {round} has {} votes for {} personas",
+                who.len(),
+                personas.len()
+            );
+        }
+    }
+    for id in &ids {
+        if !per.keys().any(|(c, _)| c == id) {
+            bail!("votes.jsonl: contract {id} has no votes");
+        }
+    }
+    Ok(())
+}
+
 pub fn verify(dir: &Path) -> Result<Summary> {
     if !dir.is_dir() {
         bail!("{}: not a bundle directory", dir.display());
@@ -98,6 +205,7 @@ pub fn verify(dir: &Path) -> Result<Summary> {
     }
 
     check_identities(&manifest, &records)?;
+    check_contracts(dir, &manifest)?;
 
     // Calibration figures must be what the records and margins give.
     let margins = manifest
