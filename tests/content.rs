@@ -274,3 +274,101 @@ fn a_task_value_in_a_policy_text_is_named() {
         ],
     );
 }
+
+/// A maintainer adds a domain and a guidance policy as data files, moves a contract to the new
+/// domain, and builds: no code change, and the bundle carries both.
+#[test]
+fn a_new_domain_and_policy_added_as_data_build_into_the_bundle() {
+    let (tmp, tax, cfg) = workspace();
+    fs::write(
+        tax.join("domains/insurance.json"),
+        r#"{"id": "insurance", "name": "Insurance", "description": "Claims, policies and cover changes with insurers.", "provenance": "Added by a maintainer as an example extension."}"#,
+    )
+    .unwrap();
+    fs::write(
+        tax.join("policies/guidance/instruction_short.json"),
+        r#"{"id": "instruction_short", "name": "Short instruction", "description": "A terser privacy principle.", "system_prompt_addition": "Use the least intrusive source that is enough for the task.", "show_labels": false}"#,
+    )
+    .unwrap();
+    edit_json(&tax.join("contracts/health.json"), |v| {
+        v["contracts"][4]["domain"] = "insurance".into();
+    });
+    let text = fs::read_to_string(&cfg).unwrap();
+    let text: Vec<String> = text
+        .lines()
+        .map(|l| {
+            if l.starts_with("output =") {
+                format!(
+                    "output = {:?}",
+                    tmp.path().join("bundle").display().to_string()
+                )
+            } else if l.starts_with("work =") {
+                format!("work = {:?}", tmp.path().join("work").display().to_string())
+            } else if l.starts_with("profiles =") {
+                "profiles = 100".into()
+            } else {
+                l.to_string()
+            }
+        })
+        .collect();
+    let text = (text.join("\n") + "\n")
+        .replace(
+            "[seed_audit]\nenabled = true",
+            "[seed_audit]\nenabled = false",
+        )
+        .replace("[identity]\nenabled = true", "[identity]\nenabled = false")
+        .replace(
+            "[contracts]\nenabled = true",
+            "[contracts]\nenabled = false",
+        );
+    fs::write(&cfg, text).unwrap();
+    let (ok, out) = validate(&cfg);
+    assert!(ok, "{out}");
+    assert!(out.contains("9 domains, 5 guidance"), "{out}");
+    let o = Command::new(env!("CARGO_BIN_EXE_privforge"))
+        .args(["build", "--config"])
+        .arg(&cfg)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let bundle = tmp.path().join("bundle");
+    let taxonomy: Value =
+        serde_json::from_slice(&fs::read(bundle.join("taxonomy.json")).unwrap()).unwrap();
+    assert!(taxonomy["domains"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|d| d["id"] == "insurance"));
+    let policies: Value =
+        serde_json::from_slice(&fs::read(bundle.join("policies.json")).unwrap()).unwrap();
+    assert!(policies["guidance"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|g| g["id"] == "instruction_short"));
+    let contracts = fs::read_to_string(bundle.join("contracts.jsonl")).unwrap();
+    assert_eq!(contracts.lines().count(), 55);
+    assert!(contracts
+        .lines()
+        .any(|l| l.contains("\"id\":\"health-05\"") && l.contains("\"domain\":\"insurance\"")));
+    let manifest: Value =
+        serde_json::from_slice(&fs::read(bundle.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(manifest["counts"]["contracts"], 55);
+    assert!(manifest["inputs"]["content"]["domains/insurance.json"].is_string());
+
+    // A contract naming a domain that has no file is refused before anything is built.
+    edit_json(&tax.join("contracts/health.json"), |v| {
+        v["contracts"][4]["domain"] = "aviation".into();
+    });
+    let o = Command::new(env!("CARGO_BIN_EXE_privforge"))
+        .args(["build", "--config"])
+        .arg(&cfg)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success());
+    assert!(
+        err.contains("contracts/health.json") && err.contains("/contracts/4/domain"),
+        "{err}"
+    );
+}
