@@ -6,11 +6,15 @@
 //! 1. [`candidates`]: λ-mixture proposal of candidate seed profiles (`candidates.jsonl`)
 //! 2. [`calibration`]: capacity checks, targeted backfill and IPF weights (`calibration.json`)
 //! 3. [`sampling`]: selection of the N profiles (`sample.json`)
-//! 4. [`bundle`]: assembly of the versioned bundle, written atomically
+//! 4. [`seed_audit`]: rule and LLM audit with replacement, lazy or whole-pool (`seed_audit.json`)
+//! 5. [`identity_completion`]: LLM identity fields, validation, audit, repair (`identity.json`)
+//! 6. [`contract_review`]: contract authoring, persona votes, rewrites (`contracts.json`)
+//! 7. [`policy_validation`]: the final contracts against the policies (`validation.json`)
+//! 8. [`bundle`]: assembly of the versioned bundle, written atomically
 //!
-//! Inputs are data: [`taxonomy`] value sets and [`margins`] (derived from open statistics by
-//! [`margins_build`]); [`config`] holds the run parameters and [`seeding`] turns the run seed
-//! into per-decision random streams.
+//! Inputs are data: [`taxonomy`] value sets, [`content`] (categories, policies, contracts)
+//! and [`margins`] (derived from open statistics by [`margins_build`]); [`config`] holds the run
+//! parameters and [`seeding`] turns the run seed into per-decision random streams.
 
 pub mod config;
 pub mod fsio;
