@@ -383,7 +383,7 @@ async fn identity_repair_and_fallback_yield_a_valid_set_with_matching_counts() {
         // Without layout hints, so the double's deliberately broken values reach the validators.
         .replace("[identity]\nenabled = false", "[identity]\nenabled = true")
         .replace("syntax_hints = true", "syntax_hints = false")
-        .replace("max_repair_rounds = 1", "max_repair_rounds = 3")
+        .replace("max_repair_rounds = 0", "max_repair_rounds = 3")
         .replace("profiles = 1000", "profiles = 200");
     fs::write(&cfg, text).unwrap();
     let (ok, log) = tokio::task::spawn_blocking({
