@@ -52,17 +52,18 @@ fn alnum(s: &str) -> String {
 }
 
 /// True when the text contains the value, ignoring case, or (for values of 3+ letters and
-/// digits) ignoring spacing and punctuation too, so "AB-negative" leaks "AB negative".
+/// digits) ignoring spacing and punctuation too, so "AB-negative" leaks "AB negative". Values
+/// shorter than that count only as whole words, or every "a" would leak the value "A".
 pub fn leaks(text: &str, value: &str) -> bool {
     let v = value.trim();
     if v.is_empty() {
         return false;
     }
-    if text.to_lowercase().contains(&v.to_lowercase()) {
-        return true;
-    }
     let nv = alnum(v);
-    nv.chars().count() >= 3 && alnum(text).contains(&nv)
+    if nv.chars().count() < 3 {
+        return has_term(text, v);
+    }
+    text.to_lowercase().contains(&v.to_lowercase()) || alnum(text).contains(&nv)
 }
 
 /// Number of sentences: a `.`, `!` or `?` ends one when the text ends there or the next word
@@ -671,7 +672,8 @@ mod tests {
         assert!(leaks("my type is ab-negative", "AB negative"));
         assert!(leaks("code ACCT 4471 2209", "ACCT-4471-2209"));
         assert!(!leaks("book a table", "AB negative"));
-        assert!(!leaks("a b", "A"));
+        assert!(!leaks("a bat", "B"));
+        assert!(leaks("blood group B", "B"));
     }
 
     #[test]

@@ -478,6 +478,12 @@ async fn whole_pool_audit_covers_every_candidate_and_samples_only_accepted_ones(
     // One request per batch of 25 candidates the rules let through: the whole pool.
     let llm_audited = llm_rejected + llm_accepted;
     assert_eq!(d.log().len() as u64, llm_audited.div_ceil(25));
+    println!(
+        "whole-pool audit: {} requests for {} candidates ({} accepted)",
+        d.log().len(),
+        pool.pool_size,
+        llm_accepted
+    );
     assert!(llm_rejected > llm_audited / 5, "{audit}");
 
     // The sample is drawn from accepted candidates only.
