@@ -433,10 +433,17 @@ async fn whole_pool_audit_covers_every_candidate_and_samples_only_accepted_ones(
     let d = Double::start(vec![]).await;
     let tmp = tempfile::tempdir().unwrap();
     let cfg = config(tmp.path(), &d.base_url());
-    let text = fs::read_to_string(&cfg).unwrap().replace(
-        "[seed_audit]\nenabled = true",
-        "[seed_audit]\nenabled = true\nmode = \"whole_pool\"",
-    );
+    let text = fs::read_to_string(&cfg)
+        .unwrap()
+        .replace(
+            "[seed_audit]\nenabled = true",
+            "[seed_audit]\nenabled = true\nmode = \"whole_pool\"",
+        )
+        // About 4,000 requests: lift the token budget so the test is not rate limited.
+        .replace(
+            "tokens_per_minute = 1000000",
+            "tokens_per_minute = 2000000000",
+        );
     fs::write(&cfg, text).unwrap();
     let (ok, log) = tokio::task::spawn_blocking({
         let cfg = cfg.clone();
