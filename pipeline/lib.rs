@@ -34,6 +34,7 @@ pub mod seed_audit;
 pub mod content;
 pub mod contract_review;
 pub mod policy_validation;
+pub mod run_matrix;
 
 pub mod report;
 pub mod stages;
