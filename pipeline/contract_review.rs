@@ -213,7 +213,47 @@ struct Run<'a> {
     contract_schema: Value,
 }
 
+/// Accepts an answer entry only if it parses as a contract.
+fn parse_contract(v: &Value) -> std::result::Result<(), String> {
+    serde_json::from_value::<Contract>(v.clone())
+        .map(|_| ())
+        .map_err(|e| format!("not a contract: {e}"))
+}
+
 impl Run<'_> {
+    /// A request of one of the three stages, from its template, settings and answer schema.
+    fn request(
+        &self,
+        stage: &str,
+        t: &Template,
+        st: &StageLlm,
+        vars: &BTreeMap<&str, String>,
+        schema: Value,
+    ) -> Result<LlmRequest> {
+        Ok(LlmRequest {
+            stage: stage.into(),
+            template: t.id.clone(),
+            template_version: t.version.clone(),
+            model: st.model.clone(),
+            messages: t.render(vars)?,
+            schema_name: t.schema_name.clone(),
+            schema,
+            temperature: st.temperature,
+            top_p: st.top_p,
+            max_tokens: st.max_tokens,
+            seed: self.s.seed,
+        })
+    }
+
+    /// The answer schema of a contract-returning template: its items are the contract definition.
+    fn contract_answer_schema(&self, t: &Template) -> Value {
+        let mut schema = t.schema.clone();
+        if let Some(it) = schema.pointer_mut("/properties/results/items") {
+            *it = self.contract_schema.clone();
+        }
+        schema
+    }
+
     /// One round of votes by every persona on `contracts`.
     async fn vote(&self, contracts: &[&Contract], round: usize) -> Result<Vec<Vote>> {
         let by_id: HashMap<&str, &Contract> =
@@ -256,19 +296,13 @@ impl Run<'_> {
                     "contracts",
                     serde_json::to_string(&json!({ "reviewer": persona.id, "items": items }))?,
                 );
-                Ok(LlmRequest {
-                    stage: REVIEW_STAGE.into(),
-                    template: self.t.review.id.clone(),
-                    template_version: self.t.review.version.clone(),
-                    model: self.s.review.model.clone(),
-                    messages: self.t.review.render(&vars)?,
-                    schema_name: self.t.review.schema_name.clone(),
-                    schema: pin_batch_ids(&schema, batch),
-                    temperature: self.s.review.temperature,
-                    top_p: self.s.review.top_p,
-                    max_tokens: self.s.review.max_tokens,
-                    seed: self.s.seed,
-                })
+                self.request(
+                    REVIEW_STAGE,
+                    &self.t.review,
+                    self.s.review,
+                    &vars,
+                    pin_batch_ids(&schema, batch),
+                )
             };
             let none = |_: &Value| -> std::result::Result<(), String> { Ok(()) };
             let results = self
@@ -310,10 +344,7 @@ impl Run<'_> {
         let by_id: HashMap<&str, &(&Contract, Vec<String>)> =
             items.iter().map(|it| (it.0.id.as_str(), it)).collect();
         let ids: Vec<String> = items.iter().map(|it| it.0.id.clone()).collect();
-        let mut schema = self.t.rewrite.schema.clone();
-        if let Some(it) = schema.pointer_mut("/properties/results/items") {
-            *it = self.contract_schema.clone();
-        }
+        let schema = self.contract_answer_schema(&self.t.rewrite);
         let make = |batch: &[String]| -> Result<LlmRequest> {
             let mut views = Vec::new();
             let mut overrides = Vec::new();
@@ -330,28 +361,17 @@ impl Run<'_> {
                 self.content.rules.item.description_template.clone(),
             );
             vars.insert("items", serde_json::to_string(&json!({ "items": views }))?);
-            Ok(LlmRequest {
-                stage: REWRITE_STAGE.into(),
-                template: self.t.rewrite.id.clone(),
-                template_version: self.t.rewrite.version.clone(),
-                model: self.s.rewrite.model.clone(),
-                messages: self.t.rewrite.render(&vars)?,
-                schema_name: self.t.rewrite.schema_name.clone(),
-                schema: pin_batch_items(&schema, batch, &overrides),
-                temperature: self.s.rewrite.temperature,
-                top_p: self.s.rewrite.top_p,
-                max_tokens: self.s.rewrite.max_tokens,
-                seed: self.s.seed,
-            })
-        };
-        let parse = |v: &Value| -> std::result::Result<(), String> {
-            serde_json::from_value::<Contract>(v.clone())
-                .map(|_| ())
-                .map_err(|e| format!("not a contract: {e}"))
+            self.request(
+                REWRITE_STAGE,
+                &self.t.rewrite,
+                self.s.rewrite,
+                &vars,
+                pin_batch_items(&schema, batch, &overrides),
+            )
         };
         let results = self
             .client
-            .batches(&ids, self.s.rewrite.batch_size, &make, &parse)
+            .batches(&ids, self.s.rewrite.batch_size, &make, &parse_contract)
             .await?;
         results
             .into_iter()
@@ -414,10 +434,7 @@ impl Run<'_> {
         let by_id: HashMap<&str, &(String, &str, &str, &str)> =
             slots.iter().map(|s| (s.0.as_str(), s)).collect();
         let ids: Vec<String> = slots.iter().map(|s| s.0.clone()).collect();
-        let mut schema = self.t.authoring.schema.clone();
-        if let Some(it) = schema.pointer_mut("/properties/results/items") {
-            *it = self.contract_schema.clone();
-        }
+        let schema = self.contract_answer_schema(&self.t.authoring);
         let kinds = |t: &str| {
             self.content
                 .source_type(t)
@@ -461,28 +478,17 @@ impl Run<'_> {
                 self.content.rules.item.description_template.clone(),
             );
             vars.insert("items", serde_json::to_string(&json!({ "items": views }))?);
-            Ok(LlmRequest {
-                stage: AUTHORING_STAGE.into(),
-                template: self.t.authoring.id.clone(),
-                template_version: self.t.authoring.version.clone(),
-                model: self.s.authoring.model.clone(),
-                messages: self.t.authoring.render(&vars)?,
-                schema_name: self.t.authoring.schema_name.clone(),
-                schema: pin_batch_items(&schema, batch, &overrides),
-                temperature: self.s.authoring.temperature,
-                top_p: self.s.authoring.top_p,
-                max_tokens: self.s.authoring.max_tokens,
-                seed: self.s.seed,
-            })
-        };
-        let parse = |v: &Value| -> std::result::Result<(), String> {
-            serde_json::from_value::<Contract>(v.clone())
-                .map(|_| ())
-                .map_err(|e| format!("not a contract: {e}"))
+            self.request(
+                AUTHORING_STAGE,
+                &self.t.authoring,
+                self.s.authoring,
+                &vars,
+                pin_batch_items(&schema, batch, &overrides),
+            )
         };
         let results = self
             .client
-            .batches(&ids, self.s.authoring.batch_size, &make, &parse)
+            .batches(&ids, self.s.authoring.batch_size, &make, &parse_contract)
             .await?;
         results
             .into_iter()

@@ -378,17 +378,22 @@ pub fn validate(c: &Content) -> Vec<Finding> {
     out
 }
 
+/// An error whose message is `what` followed by every finding, one per line.
+pub fn findings_error(what: &str, findings: &[Finding]) -> anyhow::Error {
+    let list: Vec<String> = findings.iter().map(|f| format!("  {f}")).collect();
+    anyhow::anyhow!(
+        "{what} failed with {} finding(s):\n{}",
+        findings.len(),
+        list.join("\n")
+    )
+}
+
 /// Loads the content below `taxonomy_dir` and validates it; the error lists every finding.
 pub fn validate_dir(taxonomy_dir: &Path) -> anyhow::Result<String> {
     let c = Content::load(taxonomy_dir)?;
     let findings = validate(&c);
     if !findings.is_empty() {
-        let list: Vec<String> = findings.iter().map(|f| format!("  {f}")).collect();
-        anyhow::bail!(
-            "content validation failed with {} finding(s):\n{}",
-            findings.len(),
-            list.join("\n")
-        );
+        return Err(findings_error("content validation", &findings));
     }
     Ok(format!(
         "content OK: {} categories, {} contracts, {} domains, {} guidance and {} pressure conditions, {} source types, {} interaction skills, {} reviewer personas",

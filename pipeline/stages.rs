@@ -35,11 +35,9 @@ impl Inputs {
         let content = crate::content::Content::load(&config.paths.taxonomy)?;
         let findings = crate::policy_validation::validate(&content);
         if !findings.is_empty() {
-            let list: Vec<String> = findings.iter().map(|f| format!("  {f}")).collect();
-            return Err(anyhow!(
-                "content validation failed with {} finding(s):\n{}",
-                findings.len(),
-                list.join("\n")
+            return Err(crate::policy_validation::findings_error(
+                "content validation",
+                &findings,
             ));
         }
         Ok(Self {
@@ -748,11 +746,9 @@ pub fn run_policy_validation(inp: &Inputs, work: &Path) -> Result<()> {
     findings.sort();
     findings.dedup();
     if !findings.is_empty() {
-        let list: Vec<String> = findings.iter().map(|f| format!("  {f}")).collect();
-        return Err(anyhow!(
-            "policy validation of the reviewed contracts failed with {} finding(s):\n{}",
-            findings.len(),
-            list.join("\n")
+        return Err(crate::policy_validation::findings_error(
+            "policy validation of the reviewed contracts",
+            &findings,
         ));
     }
     let generated = art
