@@ -118,6 +118,20 @@ fn run(cfg: &Path, mode: &str) -> (bool, String) {
     (o.status.success(), text)
 }
 
+/// `privforge verify` accepts the bundle.
+fn verify_ok(bundle: &Path) {
+    let v = Command::new(env!("CARGO_BIN_EXE_privforge"))
+        .arg("verify")
+        .arg(bundle)
+        .output()
+        .unwrap();
+    assert!(v.status.success(), "{}", String::from_utf8_lossy(&v.stderr));
+}
+
+fn read_manifest(bundle: &Path) -> serde_json::Value {
+    serde_json::from_slice(&fs::read(bundle.join("manifest.json")).unwrap()).unwrap()
+}
+
 /// (path, sha256) of every file below `dir`.
 fn files(dir: &Path) -> Vec<(String, String)> {
     let mut out = Vec::new();
@@ -394,14 +408,8 @@ async fn identity_repair_and_fallback_yield_a_valid_set_with_matching_counts() {
     .unwrap();
     assert!(ok, "{log}");
     let bundle = tmp.path().join("bundle");
-    let v = Command::new(env!("CARGO_BIN_EXE_privforge"))
-        .arg("verify")
-        .arg(&bundle)
-        .output()
-        .unwrap();
-    assert!(v.status.success(), "{}", String::from_utf8_lossy(&v.stderr));
-    let manifest: serde_json::Value =
-        serde_json::from_slice(&fs::read(bundle.join("manifest.json")).unwrap()).unwrap();
+    verify_ok(&bundle);
+    let manifest = read_manifest(&bundle);
     let f = &manifest["identity"]["fields"];
     assert_eq!(f["name"]["llm"], 200, "{f}");
     assert_eq!(f["email"]["llm"], 1, "{f}");
@@ -453,15 +461,9 @@ async fn whole_pool_audit_covers_every_candidate_and_samples_only_accepted_ones(
     .unwrap();
     assert!(ok, "{log}");
     let bundle = tmp.path().join("bundle");
-    let v = Command::new(env!("CARGO_BIN_EXE_privforge"))
-        .arg("verify")
-        .arg(&bundle)
-        .output()
-        .unwrap();
-    assert!(v.status.success(), "{}", String::from_utf8_lossy(&v.stderr));
+    verify_ok(&bundle);
 
-    let manifest: serde_json::Value =
-        serde_json::from_slice(&fs::read(bundle.join("manifest.json")).unwrap()).unwrap();
+    let manifest = read_manifest(&bundle);
     let audit = &manifest["seed_audit"];
     assert_eq!(audit["mode"], "whole_pool", "{audit}");
     let pool: privforge::stages::CalibrationArtifact =
@@ -669,14 +671,8 @@ fn contracts_build(aggregation: &str) -> (tempfile::TempDir, serde_json::Value, 
     let (ok, log) = run(&cfg, "live");
     assert!(ok, "{log}");
     let bundle = tmp.path().join("bundle");
-    let v = Command::new(env!("CARGO_BIN_EXE_privforge"))
-        .arg("verify")
-        .arg(&bundle)
-        .output()
-        .unwrap();
-    assert!(v.status.success(), "{}", String::from_utf8_lossy(&v.stderr));
-    let manifest: serde_json::Value =
-        serde_json::from_slice(&fs::read(bundle.join("manifest.json")).unwrap()).unwrap();
+    verify_ok(&bundle);
+    let manifest = read_manifest(&bundle);
     let ids: Vec<String> = fs::read_to_string(bundle.join("contracts.jsonl"))
         .unwrap()
         .lines()
