@@ -5,7 +5,7 @@ use crate::calibration::{self, IpfReport};
 use crate::candidates::CandidateReport;
 use crate::fsio::{sha256_hex, to_json_pretty, StagingDir};
 use crate::margins::Status;
-use crate::profile::{IdentityFields, Person, Profile};
+use crate::profile::{Person, Profile};
 use crate::sampling::SamplingReport;
 use crate::stages::{
     read_json, read_pool, resolve_ids, AuditArtifact, CalibrationArtifact, IdentityArtifact,
@@ -170,6 +170,15 @@ fn identity_schemes(inp: &Inputs) -> Value {
     })
 }
 
+fn jsonl<T: Serialize>(items: &[T]) -> Result<Vec<u8>> {
+    let mut buf = Vec::new();
+    for x in items {
+        serde_json::to_writer(&mut buf, x)?;
+        buf.push(b'\n');
+    }
+    Ok(buf)
+}
+
 pub fn write(inp: &Inputs, work: &Path) -> Result<()> {
     let cfg = &inp.config;
     let pool: Vec<Person> = read_pool(work)?;
@@ -186,35 +195,13 @@ pub fn write(inp: &Inputs, work: &Path) -> Result<()> {
     let ident: IdentityArtifact = read_json(&work.join("identity.json"))?;
     let contracts: crate::stages::ContractsArtifact = read_json(&work.join("contracts.json"))?;
     let validation: crate::stages::ValidationArtifact = read_json(&work.join("validation.json"))?;
-    let by_candidate: std::collections::HashMap<
-        &str,
-        &crate::identity_completion::CompletedIdentity,
-    > = ident
-        .identities
-        .iter()
-        .map(|c| (c.candidate_id.as_str(), c))
-        .collect();
-
-    let width = cfg.population.profiles.to_string().len().max(4);
-    let profiles: Vec<Profile> = sel
-        .iter()
-        .enumerate()
-        .map(|(k, &i)| Profile {
-            profile_id: format!("P{:0width$}", k + 1),
-            person: pool[i].clone(),
-            identity: by_candidate
-                .get(pool[i].candidate_id.as_str())
-                .map(|c| IdentityFields {
-                    date_of_birth: c.date_of_birth.to_string(),
-                    name: c.identity.name.clone(),
-                    email: c.identity.email.clone(),
-                    phone_number: c.identity.phone_number.clone(),
-                    government_id: c.identity.government_id.clone(),
-                    government_id_document: c.government_id_document.clone(),
-                    identity_provenance: c.provenance.clone(),
-                }),
-        })
-        .collect();
+    let profiles: Vec<Profile> = crate::stages::assemble_profiles(inp, work)?;
+    let binding: crate::stages::BindingArtifact = read_json(&work.join("binding.json"))?;
+    let planning: crate::stages::PlanningArtifact = read_json(&work.join("planning.json"))?;
+    let skills: crate::skill_rendering::SkillsArtifact = read_json(&work.join("skills.json"))?;
+    let runs: crate::stages::RunsArtifact = read_json(&work.join("runs.json"))?;
+    let gates: crate::stages::GatesArtifact = read_json(&work.join("gates.json"))
+        .context("the coherence gates have not passed for these artifacts")?;
 
     // Per-cell target / pool / sample shares for the report.
     let enc = calibration::encode(&inp.margins, &pool);
@@ -332,6 +319,30 @@ pub fn write(inp: &Inputs, work: &Path) -> Result<()> {
             files.insert("contracts_discarded.jsonl".into(), buf);
         }
     }
+    files.insert("bindings.jsonl".into(), jsonl(&binding.bindings)?);
+    files.insert("personas.jsonl".into(), jsonl(&planning.worlds)?);
+    files.insert("payloads.jsonl".into(), jsonl(&planning.payloads)?);
+    files.insert("runs.jsonl".into(), jsonl(&runs.runs)?);
+    let index: Vec<Value> = skills
+        .skills
+        .iter()
+        .map(|e| {
+            let mut v = serde_json::to_value(e).expect("skill entries serialise");
+            v["folders"] = json!(inp
+                .content
+                .guidance
+                .iter()
+                .map(|g| format!("skills/{}/{}", g.item.id, e.name))
+                .collect::<Vec<_>>());
+            v
+        })
+        .collect();
+    files.insert("skills.jsonl".into(), jsonl(&index)?);
+    for r in &skills.rendered {
+        for (name, text) in &r.files {
+            files.insert(format!("{}/{name}", r.dir()), text.clone().into_bytes());
+        }
+    }
     files.insert(
         "schemas/profile.schema.json".into(),
         to_json_pretty(&profile_schema(inp))?,
@@ -398,7 +409,20 @@ pub fn write(inp: &Inputs, work: &Path) -> Result<()> {
             "contracts": contracts.contracts.len(),
             "votes": contracts.votes.len(),
             "categories": inp.content.categories.len(),
-            "skills": inp.content.interaction_skills.len() + 3 * contracts.contracts.len(),
+            "skills": skills.skills.len(),
+            "skill_folders": skills.rendered.len(),
+            "personas": planning.worlds.len(),
+            "payloads": planning.payloads.len(),
+            "runs": runs.runs.len(),
+        },
+        "binding": binding.report,
+        "exposure": planning.exposure,
+        "gates": {
+            "passed": gates.passed,
+            "results": gates.results.iter().map(|r| json!({
+                "name": r.name, "stage": r.stage, "description": r.description,
+                "passed": r.passed, "checked": r.checked, "failures": r.failures_total,
+            })).collect::<Vec<_>>(),
         },
         "margins": inp.margins.manifest.margins.iter().map(|m| json!({
             "name": m.name, "file": format!("margins/{}", m.file), "fields": m.fields, "status": m.status,

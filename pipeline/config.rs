@@ -24,6 +24,8 @@ pub struct Config {
     #[serde(default)]
     pub contracts: ContractsStage,
     #[serde(default)]
+    pub planning: PlanningStage,
+    #[serde(default)]
     pub llm: Llm,
 }
 
@@ -75,6 +77,34 @@ impl Default for ContractsStage {
             max_review_rounds: 3,
             curated_review: CuratedReview::Advisory,
             generate: Vec::new(),
+        }
+    }
+}
+
+/// What to do when no profile meets a contract's persona requirements.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Unsatisfiable {
+    /// Stop the build, naming the contract and its requirements.
+    Fail,
+    /// Bind the persona that meets the most requirements and list the rest as relaxed in the
+    /// manifest; for small trial populations that lack rare combinations.
+    Relax,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PlanningStage {
+    /// Tasks one persona may carry; binding fills every persona once before any twice.
+    pub max_tasks_per_persona: usize,
+    pub on_unsatisfiable: Unsatisfiable,
+}
+
+impl Default for PlanningStage {
+    fn default() -> Self {
+        Self {
+            max_tasks_per_persona: 1,
+            on_unsatisfiable: Unsatisfiable::Fail,
         }
     }
 }
@@ -319,6 +349,9 @@ impl Config {
                 "date {date} is after {RULES_AS_OF}, the day the identifier rules are valid as of; \
                  their two-digit-year and future-date checks would misread births after it"
             );
+        }
+        if self.planning.max_tasks_per_persona == 0 {
+            bail!("planning.max_tasks_per_persona must be positive");
         }
         let p = &self.population;
         if p.profiles == 0 {

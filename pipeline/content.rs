@@ -99,6 +99,8 @@ pub struct Rules {
     pub curated_contracts_per_category: usize,
     pub description_template: String,
     pub max_description_length_ratio: f64,
+    /// The same across all three acquisition skills shown at Discovery.
+    pub max_discovery_length_ratio: f64,
     pub privacy_terms: Vec<String>,
     pub steering_terms: Vec<String>,
     pub urgency_cues: Vec<String>,
@@ -185,6 +187,154 @@ pub struct Request {
     pub urgent: String,
 }
 
+/// A persona fact a contract needs (`any_of`, `none_of`, or a numeric `min`/`max`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Requirement {
+    pub attribute: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub any_of: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub none_of: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max: Option<i64>,
+    pub reason: String,
+}
+
+impl Requirement {
+    /// Whether a persona's value (absent when the profile has none) satisfies this.
+    pub fn satisfied_by(&self, value: Option<&str>) -> bool {
+        if let Some(any) = &self.any_of {
+            if !value.is_some_and(|v| any.iter().any(|a| a == v)) {
+                return false;
+            }
+        }
+        if let Some(none) = &self.none_of {
+            if value.is_some_and(|v| none.iter().any(|a| a == v)) {
+                return false;
+            }
+        }
+        if self.min.is_some() || self.max.is_some() {
+            let Some(n) = value.and_then(|v| v.parse::<i64>().ok()) else {
+                return false;
+            };
+            if self.min.is_some_and(|m| n < m) || self.max.is_some_and(|m| n > m) {
+                return false;
+            }
+        }
+        true
+    }
+
+    pub fn describe(&self) -> String {
+        let mut parts = Vec::new();
+        if let Some(a) = &self.any_of {
+            parts.push(format!("one of {a:?}"));
+        }
+        if let Some(a) = &self.none_of {
+            parts.push(format!("none of {a:?}"));
+        }
+        if let Some(m) = self.min {
+            parts.push(format!(">= {m}"));
+        }
+        if let Some(m) = self.max {
+            parts.push(format!("<= {m}"));
+        }
+        format!("{} {}", self.attribute, parts.join(" and "))
+    }
+}
+
+/// A persona fact payloads may reveal (`planning/persona_attributes.json`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PersonaAttribute {
+    pub id: String,
+    pub label: String,
+    /// `person.<field>` or `identity.<field>` of the bound profile.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from: Option<String>,
+    /// A derivation the planning stage knows (`home_address`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub derive: Option<String>,
+    /// Specific enough to search for in free text (identifiers, contacts, addresses).
+    #[serde(default)]
+    pub identifying: bool,
+    /// `public` or `confidential`.
+    pub visibility: String,
+    pub category: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PersonaAttributes {
+    pub description: String,
+    pub provenance: String,
+    pub absent_values: Vec<String>,
+    pub attributes: Vec<PersonaAttribute>,
+    /// Persona facts every record of a source type opens with.
+    pub record_header: std::collections::BTreeMap<String, Vec<String>>,
+    /// Further persona facts an account of each confidential source kind holds.
+    pub account_attributes: std::collections::BTreeMap<String, Vec<String>>,
+    pub street_names: Vec<String>,
+}
+
+impl PersonaAttributes {
+    pub fn get(&self, id: &str) -> Option<&PersonaAttribute> {
+        self.attributes.iter().find(|a| a.id == id)
+    }
+}
+
+/// Where one record field's value comes from (`planning/record_fields.json`): a persona
+/// fact, or one of the generators.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FieldSpec {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attribute: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generate: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unit: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from_days: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to_days: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step_minutes: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub values: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pattern: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RecordFields {
+    pub description: String,
+    pub provenance: String,
+    pub fields: std::collections::BTreeMap<String, FieldSpec>,
+}
+
+/// The harness-level text every run shares (`policies/harness.json`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Harness {
+    pub description: String,
+    pub provenance: String,
+    pub system_prompt: String,
+}
+
 /// One task contract (see `taxonomy/schemas/contracts.schema.json`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -195,6 +345,9 @@ pub struct Contract {
     pub domain: String,
     pub attribute: Attribute,
     pub canonical_value: String,
+    /// Facts the bound persona must have for one consistent world; empty binds anywhere.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub persona_requirements: Vec<Requirement>,
     pub execution_skill: ExecutionSkill,
     pub sources: Sources,
     pub request: Request,
@@ -226,6 +379,11 @@ pub struct Content {
     pub personas: Vec<Persona>,
     pub criteria: Vec<Criterion>,
     pub contracts: Vec<Located<Contract>>,
+    pub attributes: Located<PersonaAttributes>,
+    pub record_fields: Located<RecordFields>,
+    pub harness: Located<Harness>,
+    /// Skill templates by file name (`skills/*`), rendered per skill and guidance condition.
+    pub skill_templates: std::collections::BTreeMap<String, String>,
     /// Every file read, for the manifest's input hashes.
     pub files: Vec<PathBuf>,
 }
@@ -327,6 +485,45 @@ impl Content {
                 });
             }
         }
+        let (file, v) = checked(
+            dir.join("planning/persona_attributes.json"),
+            "persona_attributes.schema.json",
+        )?;
+        let attributes = Located {
+            item: typed(v, &file)?,
+            file,
+        };
+        let (file, v) = checked(
+            dir.join("planning/record_fields.json"),
+            "record_fields.schema.json",
+        )?;
+        let record_fields = Located {
+            item: typed(v, &file)?,
+            file,
+        };
+        let (file, v) = checked(dir.join("policies/harness.json"), "harness.schema.json")?;
+        let harness = Located {
+            item: typed(v, &file)?,
+            file,
+        };
+        let mut skill_templates = std::collections::BTreeMap::new();
+        let tdir = dir.join("skills");
+        let mut entries: Vec<PathBuf> = std::fs::read_dir(&tdir)
+            .with_context(|| format!("cannot read directory {}", tdir.display()))?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.is_file())
+            .collect();
+        entries.sort();
+        for p in entries {
+            let text = std::fs::read_to_string(&p)
+                .with_context(|| format!("cannot read {}", p.display()))?;
+            let name = p
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            skill_templates.insert(name, text);
+            files.push(p);
+        }
         files.sort();
         files.dedup();
         Ok(Self {
@@ -345,6 +542,10 @@ impl Content {
             personas,
             criteria,
             contracts,
+            attributes,
+            record_fields,
+            harness,
+            skill_templates,
             files,
         })
     }

@@ -10,7 +10,15 @@
 //! 5. [`identity_completion`]: LLM identity fields, validation, audit, repair (`identity.json`)
 //! 6. [`contract_review`]: contract authoring, persona votes, rewrites (`contracts.json`)
 //! 7. [`policy_validation`]: the final contracts against the policies (`validation.json`)
-//! 8. [`bundle`]: assembly of the versioned bundle, written atomically
+//! 8. [`persona_binding`]: each contract bound to a compatible, least-used persona (`binding.json`)
+//! 9. [`data_planning`]: what every environment returns, one world per persona (`planning.json`)
+//! 10. [`skill_rendering`]: Agent Skill folders under every guidance condition (`skills.json`)
+//! 11. [`run_matrix`]: contract × guidance × pressure × Discovery order (`runs.json`)
+//! 12. [`coherence_gates`]: named checks over all of the above; a failure stops the build
+//!     (`gates.json`)
+//! 13. [`bundle`]: assembly of the versioned bundle, written atomically
+//!
+//! `build --from <stage>` starts at a stage and reuses the earlier artifacts.
 //!
 //! Inputs are data: [`taxonomy`] value sets, [`content`] (categories, policies, contracts)
 //! and [`margins`] (derived from open statistics by [`margins_build`]); [`config`] holds the run
@@ -34,7 +42,12 @@ pub mod seed_audit;
 pub mod content;
 pub mod contract_review;
 pub mod policy_validation;
+
+pub mod coherence_gates;
+pub mod data_planning;
+pub mod persona_binding;
 pub mod run_matrix;
+pub mod skill_rendering;
 
 pub mod report;
 pub mod stages;

@@ -25,6 +25,10 @@ enum Command {
         /// Where LLM answers come from (default: the config's llm.mode).
         #[arg(long, value_enum)]
         llm: Option<privforge::config::LlmMode>,
+        /// Start at this stage, reusing the earlier stages' artifacts in the work directory
+        /// (for example after editing one of them by hand).
+        #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(privforge::stages::STAGES))]
+        from: Option<String>,
     },
     /// Check the task content: taxonomy, domains, guidance and pressure policies, contracts.
     Validate {
@@ -127,8 +131,8 @@ enum BenchCommand {
 
 fn run(cli: Cli) -> Result<()> {
     match cli.command {
-        Command::Build { config, llm } => {
-            let out = privforge::stages::build(&config, llm)?;
+        Command::Build { config, llm, from } => {
+            let out = privforge::stages::build(&config, llm, from.as_deref())?;
             println!("built {}", out.display());
         }
         Command::Validate { config } => {

@@ -68,7 +68,7 @@ pub fn leaks(text: &str, value: &str) -> bool {
 
 /// Number of sentences: a `.`, `!` or `?` ends one when the text ends there or the next word
 /// starts with a capital letter (so "5 p.m. today" is one sentence).
-fn sentence_count(text: &str) -> usize {
+pub fn sentence_count(text: &str) -> usize {
     let t = text.trim();
     let chars: Vec<char> = t.chars().collect();
     let mut n = 0;
@@ -261,6 +261,19 @@ pub fn check_contract(c: &Content, file: &Path, at: &str, k: &Contract) -> Vec<F
             }
         }
     }
+    if let (Some(u), [a, b]) = (c.interaction_skill(&k.attribute.modality), &lengths[..]) {
+        let u = u.description.chars().count() as f64;
+        let ratio = u.max(*a).max(*b) / u.min(*a).min(*b).max(1.0);
+        if ratio > rules.max_discovery_length_ratio {
+            s.add(
+                f("sources/public/description"),
+                format!(
+                    "the three descriptions shown at Discovery (with the shared {} skill) differ in length by a factor {ratio:.2} (limit {})",
+                    k.attribute.modality, rules.max_discovery_length_ratio
+                ),
+            );
+        }
+    }
     if let [a, b] = lengths[..] {
         let ratio = a.max(b) / a.min(b).max(1.0);
         if ratio > rules.max_description_length_ratio {
@@ -373,6 +386,7 @@ pub fn validate(c: &Content) -> Vec<Finding> {
     validate_policies(c, &mut out);
     let located: Vec<&Located<Contract>> = c.contracts.iter().collect();
     validate_contract_set(c, &located, true, &mut out);
+    out.extend(crate::data_planning::check_content(c));
     out.sort();
     out.dedup();
     out

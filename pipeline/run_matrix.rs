@@ -44,21 +44,33 @@ pub struct RunSpec {
     pub pressure: String,
     /// Index into [`orders`].
     pub order: usize,
+    /// The persona the task is bound to.
+    pub profile_id: String,
+    /// The whole system prompt: the harness text, then the guidance and pressure additions.
+    pub system_prompt: String,
     /// Lines added to the harness's system prompt, in order (guidance, then pressure).
     pub system_prompt_additions: Vec<String>,
     pub user_request: String,
     pub discovery: Vec<DiscoveredSkill>,
+    /// The payload each discovered skill reads or submits to, by skill name.
+    pub payload_keys: BTreeMap<String, String>,
     /// What every user-interaction skill returns instead of the value, when the user is away.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub user_skill_response: Option<String>,
     pub expected_argument: BTreeMap<String, String>,
 }
 
-/// The runs of `contracts`, ordered by contract, guidance, pressure and order.
-pub fn build(content: &Content, contracts: &[&Contract]) -> Vec<RunSpec> {
+/// The runs of `contracts`, ordered by contract, guidance, pressure and order; `bound` maps
+/// each contract id to its persona's profile id.
+pub fn build(
+    content: &Content,
+    contracts: &[&Contract],
+    bound: &BTreeMap<String, String>,
+) -> Vec<RunSpec> {
     let labels = &content.labels.item.by_source_type;
     let mut runs = Vec::new();
     for c in contracts {
+        let profile_id = bound.get(&c.id).cloned().unwrap_or_default();
         let user_skill = c.sources.user.skill.clone();
         let skill_of = |t: &str| -> String {
             match t {
@@ -96,6 +108,30 @@ pub fn build(content: &Content, contracts: &[&Contract]) -> Vec<RunSpec> {
                     .into_iter()
                     .flatten()
                     .collect();
+                    let system_prompt = std::iter::once(content.harness.item.system_prompt.clone())
+                        .chain(system_prompt_additions.iter().cloned())
+                        .collect::<Vec<_>>()
+                        .join("\n\n");
+                    let user_key = if p.user_skill_response.is_some() {
+                        crate::data_planning::unavailable_key(&c.id, &p.id)
+                    } else {
+                        crate::data_planning::key(&c.id, "user")
+                    };
+                    let payload_keys = BTreeMap::from([
+                        (user_skill.clone(), user_key),
+                        (
+                            c.sources.public.name.clone(),
+                            crate::data_planning::key(&c.id, "public"),
+                        ),
+                        (
+                            c.sources.confidential.name.clone(),
+                            crate::data_planning::key(&c.id, "confidential"),
+                        ),
+                        (
+                            c.execution_skill.name.clone(),
+                            crate::data_planning::key(&c.id, "execution"),
+                        ),
+                    ]);
                     let user_request = if p.request_variant == "urgent" {
                         c.request.urgent.clone()
                     } else {
@@ -108,9 +144,12 @@ pub fn build(content: &Content, contracts: &[&Contract]) -> Vec<RunSpec> {
                         guidance: g.id.clone(),
                         pressure: p.id.clone(),
                         order: oi,
+                        profile_id: profile_id.clone(),
+                        system_prompt,
                         system_prompt_additions,
                         user_request,
                         discovery,
+                        payload_keys,
                         user_skill_response: p.user_skill_response.clone(),
                         expected_argument: BTreeMap::from([(
                             c.execution_skill.success.argument.clone(),
@@ -158,7 +197,7 @@ mod tests {
     fn reference_matrix_is_complete_and_balanced() {
         let c = content();
         let contracts: Vec<&Contract> = c.contracts.iter().map(|l| &l.item).collect();
-        let runs = build(&c, &contracts);
+        let runs = build(&c, &contracts, &BTreeMap::new());
         assert_eq!(runs.len(), 55 * 4 * 3 * 6);
         let ids: std::collections::BTreeSet<_> = runs.iter().map(|r| &r.run_id).collect();
         assert_eq!(ids.len(), runs.len());

@@ -772,21 +772,353 @@ pub fn run_policy_validation(inp: &Inputs, work: &Path) -> Result<()> {
     write_atomic(&work.join("validation.json"), &to_json_pretty(&v)?)
 }
 
+/// The bundle's profiles: the audited sample in order, with their completed identities.
+pub fn assemble_profiles(inp: &Inputs, work: &Path) -> Result<Vec<crate::profile::Profile>> {
+    use crate::profile::{IdentityFields, Profile};
+    let pool = read_pool(work)?;
+    let audit: AuditArtifact = read_json(&work.join("seed_audit.json"))?;
+    let sel = resolve_ids(&pool, &audit.selected_candidate_ids)?;
+    let ident: IdentityArtifact = read_json(&work.join("identity.json"))?;
+    let by_candidate: std::collections::HashMap<
+        &str,
+        &crate::identity_completion::CompletedIdentity,
+    > = ident
+        .identities
+        .iter()
+        .map(|c| (c.candidate_id.as_str(), c))
+        .collect();
+    let width = inp.config.population.profiles.to_string().len().max(4);
+    Ok(sel
+        .iter()
+        .enumerate()
+        .map(|(k, &i)| Profile {
+            profile_id: format!("P{:0width$}", k + 1),
+            person: pool[i].clone(),
+            identity: by_candidate
+                .get(pool[i].candidate_id.as_str())
+                .map(|c| IdentityFields {
+                    date_of_birth: c.date_of_birth.to_string(),
+                    name: c.identity.name.clone(),
+                    email: c.identity.email.clone(),
+                    phone_number: c.identity.phone_number.clone(),
+                    government_id: c.identity.government_id.clone(),
+                    government_id_document: c.government_id_document.clone(),
+                    identity_provenance: c.provenance.clone(),
+                }),
+        })
+        .collect())
+}
+
+/// The final contract set (after review), in bundle order.
+pub fn final_contracts(work: &Path) -> Result<Vec<crate::content::Contract>> {
+    let art: ContractsArtifact = read_json(&work.join("contracts.json"))?;
+    Ok(art.contracts.into_iter().map(|c| c.contract).collect())
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct BindingArtifact {
+    /// Facts of the bound personas only.
+    pub personas: Vec<crate::persona_binding::PersonaFacts>,
+    pub bindings: Vec<crate::persona_binding::Binding>,
+    pub report: crate::persona_binding::BindingReport,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PlanningArtifact {
+    pub payloads: Vec<crate::data_planning::Payload>,
+    pub worlds: Vec<crate::data_planning::World>,
+    pub exposure: std::collections::BTreeMap<String, crate::data_planning::ExposureSummary>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RunsArtifact {
+    pub runs: Vec<crate::run_matrix::RunSpec>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct GatesArtifact {
+    pub passed: bool,
+    pub results: Vec<crate::coherence_gates::GateResult>,
+}
+
+/// The artifacts of the planning stages as far as they exist, for the gates.
+struct Planned {
+    contracts: Vec<crate::content::Contract>,
+    binding: Option<BindingArtifact>,
+    planning: Option<PlanningArtifact>,
+    skills: Option<crate::skill_rendering::SkillsArtifact>,
+    runs: Option<RunsArtifact>,
+}
+
+impl Planned {
+    fn load(work: &Path, upto: &str) -> Result<Self> {
+        let at = |s: &str| STAGES.iter().position(|x| *x == s).unwrap_or(usize::MAX);
+        let reach = at(upto);
+        let get = |stage: &str, file: &str| reach >= at(stage) && work.join(file).exists();
+        Ok(Self {
+            contracts: final_contracts(work)?,
+            binding: if get("persona_binding", "binding.json") {
+                Some(read_json(&work.join("binding.json"))?)
+            } else {
+                None
+            },
+            planning: if get("data_planning", "planning.json") {
+                Some(read_json(&work.join("planning.json"))?)
+            } else {
+                None
+            },
+            skills: if get("skill_rendering", "skills.json") {
+                Some(read_json(&work.join("skills.json"))?)
+            } else {
+                None
+            },
+            runs: if get("run_matrix", "runs.json") {
+                Some(read_json(&work.join("runs.json"))?)
+            } else {
+                None
+            },
+        })
+    }
+
+    /// Runs the gates of `stages` (all when `None`) over what is loaded.
+    fn gates(
+        &self,
+        content: &crate::content::Content,
+        stages: Option<&[&str]>,
+    ) -> Vec<crate::coherence_gates::GateResult> {
+        let contracts: Vec<&crate::content::Contract> = self.contracts.iter().collect();
+        let personas: std::collections::BTreeMap<String, crate::persona_binding::PersonaFacts> =
+            self.binding
+                .iter()
+                .flat_map(|b| b.personas.iter())
+                .map(|p| (p.profile_id.clone(), p.clone()))
+                .collect();
+        let subject = crate::coherence_gates::Subject {
+            content,
+            contracts: &contracts,
+            bindings: self
+                .binding
+                .as_ref()
+                .map(|b| &b.bindings[..])
+                .unwrap_or(&[]),
+            personas: &personas,
+            payloads: self
+                .planning
+                .as_ref()
+                .map(|p| &p.payloads[..])
+                .unwrap_or(&[]),
+            worlds: self.planning.as_ref().map(|p| &p.worlds[..]).unwrap_or(&[]),
+            skills: self.skills.as_ref(),
+            runs: self.runs.as_ref().map(|r| &r.runs[..]).unwrap_or(&[]),
+        };
+        crate::coherence_gates::run(&subject, stages)
+    }
+}
+
+/// Runs one stage's gates right after it, so a defect stops the build where it arose.
+fn stage_gates(inp: &Inputs, work: &Path, stage: &str) -> Result<()> {
+    let planned = Planned::load(work, stage)?;
+    let results = planned.gates(&inp.content, Some(&[stage]));
+    for r in &results {
+        eprintln!(
+            "gate {}: {} ({} checked)",
+            r.name,
+            if r.passed { "passed" } else { "FAILED" },
+            r.checked
+        );
+    }
+    match crate::coherence_gates::error(&results) {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
+}
+
+/// Stage 9: persona binding.
+pub fn run_binding(inp: &Inputs, work: &Path) -> Result<()> {
+    use crate::persona_binding as pb;
+    let c = &inp.config;
+    let profiles = assemble_profiles(inp, work)?;
+    let contracts = final_contracts(work)?;
+    let names = crate::identity::name::NameLists::load(&inp.taxonomy)?;
+    let kit = pb::FallbackKit {
+        tax: &inp.taxonomy,
+        cities: &inp.margins.cities,
+        names: &names,
+        reference: crate::identity::govid::Date::parse(&c.date)
+            .ok_or_else(|| anyhow!("config date {:?} is not a calendar date", c.date))?,
+    };
+    let facts: Vec<pb::PersonaFacts> = profiles
+        .iter()
+        .enumerate()
+        .map(|(i, p)| pb::persona_facts(&inp.content.attributes.item, p, i as u32, c.seed, &kit))
+        .collect::<Result<_>>()?;
+    let refs: Vec<&crate::content::Contract> = contracts.iter().collect();
+    let (bindings, report) = pb::bind(
+        &refs,
+        &facts,
+        c.planning.max_tasks_per_persona,
+        c.planning.on_unsatisfiable,
+        c.seed,
+    )?;
+    let used: HashSet<&str> = bindings.iter().map(|b| b.profile_id.as_str()).collect();
+    eprintln!(
+        "persona binding: {} contracts on {} personas ({} with requirements, {} relaxed; fewest compatible profiles {})",
+        report.contracts, report.personas, report.with_requirements, report.relaxed, report.min_compatible_profiles
+    );
+    let art = BindingArtifact {
+        personas: facts
+            .into_iter()
+            .filter(|p| used.contains(p.profile_id.as_str()))
+            .collect(),
+        bindings,
+        report,
+    };
+    write_atomic(&work.join("binding.json"), &to_json_pretty(&art)?)?;
+    stage_gates(inp, work, "persona_binding")
+}
+
+/// Stage 10: cross-environment data planning.
+pub fn run_planning(inp: &Inputs, work: &Path) -> Result<()> {
+    use crate::data_planning as dp;
+    let contracts = final_contracts(work)?;
+    let refs: Vec<&crate::content::Contract> = contracts.iter().collect();
+    let binding: BindingArtifact = read_json(&work.join("binding.json"))?;
+    let personas: std::collections::BTreeMap<String, crate::persona_binding::PersonaFacts> =
+        binding
+            .personas
+            .iter()
+            .map(|p| (p.profile_id.clone(), p.clone()))
+            .collect();
+    let planner = dp::Planner {
+        content: &inp.content,
+        tax: &inp.taxonomy,
+        seed: inp.config.seed,
+        date: crate::identity::govid::Date::parse(&inp.config.date)
+            .ok_or_else(|| anyhow!("config date {:?} is not a calendar date", inp.config.date))?,
+    };
+    let (payloads, worlds) = planner.plan(&refs, &binding.bindings, &personas)?;
+    let exposure = dp::exposure_summary(&refs, &payloads)?;
+    eprintln!(
+        "data planning: {} payloads for {} tasks across {} persona worlds",
+        payloads.len(),
+        refs.len(),
+        worlds.len()
+    );
+    let art = PlanningArtifact {
+        payloads,
+        worlds,
+        exposure,
+    };
+    write_atomic(&work.join("planning.json"), &to_json_pretty(&art)?)?;
+    stage_gates(inp, work, "data_planning")
+}
+
+/// Stage 11: skill rendering.
+pub fn run_skills(inp: &Inputs, work: &Path) -> Result<()> {
+    let contracts = final_contracts(work)?;
+    let refs: Vec<&crate::content::Contract> = contracts.iter().collect();
+    let art = crate::skill_rendering::render(&inp.content, &refs)?;
+    eprintln!(
+        "skills: {} skills rendered under {} guidance conditions ({} folders)",
+        art.skills.len(),
+        inp.content.guidance.len(),
+        art.rendered.len()
+    );
+    write_atomic(&work.join("skills.json"), &to_json_pretty(&art)?)?;
+    stage_gates(inp, work, "skill_rendering")
+}
+
+/// Stage 12: the run matrix.
+pub fn run_runs(inp: &Inputs, work: &Path) -> Result<()> {
+    let contracts = final_contracts(work)?;
+    let refs: Vec<&crate::content::Contract> = contracts.iter().collect();
+    let binding: BindingArtifact = read_json(&work.join("binding.json"))?;
+    let bound: std::collections::BTreeMap<String, String> = binding
+        .bindings
+        .iter()
+        .map(|b| (b.contract_id.clone(), b.profile_id.clone()))
+        .collect();
+    let runs = crate::run_matrix::build(&inp.content, &refs, &bound);
+    eprintln!("run matrix: {} runs", runs.len());
+    write_atomic(
+        &work.join("runs.json"),
+        &to_json_pretty(&RunsArtifact { runs })?,
+    )?;
+    stage_gates(inp, work, "run_matrix")
+}
+
+/// Stage 13: every coherence gate again, over the artifacts as they are on disk; the report
+/// goes into the manifest.
+pub fn run_gates(inp: &Inputs, work: &Path) -> Result<()> {
+    let planned = Planned::load(work, "coherence_gates")?;
+    let results = planned.gates(&inp.content, None);
+    let passed = results.iter().all(|r| r.passed);
+    eprintln!(
+        "coherence gates: {} of {} passed",
+        results.iter().filter(|r| r.passed).count(),
+        results.len()
+    );
+    let _ = std::fs::remove_file(work.join("gates.json"));
+    if let Some(e) = crate::coherence_gates::error(&results) {
+        return Err(e);
+    }
+    write_atomic(
+        &work.join("gates.json"),
+        &to_json_pretty(&GatesArtifact { passed, results })?,
+    )
+}
+
+/// The stages of a build, in order (names accepted by `build --from`).
+pub const STAGES: [&str; 14] = [
+    "candidates",
+    "calibration",
+    "pool_audit",
+    "sampling",
+    "seed_audit",
+    "identity",
+    "contracts",
+    "policy_validation",
+    "persona_binding",
+    "data_planning",
+    "skill_rendering",
+    "run_matrix",
+    "coherence_gates",
+    "bundle",
+];
+
 /// A whole build: inputs are validated before anything is written; the bundle appears only
-/// if every stage succeeded. `mode` overrides the config's `llm.mode`.
-pub fn build(config_path: &Path, mode: Option<LlmMode>) -> Result<PathBuf> {
+/// if every stage succeeded. `mode` overrides the config's `llm.mode`; `from` skips the
+/// stages before it and reads their artifacts from the work directory.
+pub fn build(config_path: &Path, mode: Option<LlmMode>, from: Option<&str>) -> Result<PathBuf> {
     let inp = Inputs::load(config_path)?;
     let mode = mode.unwrap_or(inp.config.llm.mode);
     let work = inp.config.paths.work.clone();
     std::fs::create_dir_all(&work).with_context(|| format!("cannot create {}", work.display()))?;
-    run_candidates(&inp, &work)?;
-    run_calibration(&inp, &work)?;
-    run_pool_audit(&inp, &work, mode)?;
-    run_sampling(&inp, &work)?;
-    run_seed_audit(&inp, &work, mode)?;
-    run_identity(&inp, &work, mode)?;
-    run_contracts(&inp, &work, mode)?;
-    run_policy_validation(&inp, &work)?;
-    crate::bundle::write(&inp, &work)?;
+    let start = match from {
+        None => 0,
+        Some(f) => STAGES
+            .iter()
+            .position(|s| *s == f)
+            .ok_or_else(|| anyhow!("unknown stage {f:?}; stages are {}", STAGES.join(", ")))?,
+    };
+    for stage in STAGES.iter().skip(start) {
+        match *stage {
+            "candidates" => run_candidates(&inp, &work)?,
+            "calibration" => run_calibration(&inp, &work)?,
+            "pool_audit" => run_pool_audit(&inp, &work, mode)?,
+            "sampling" => run_sampling(&inp, &work)?,
+            "seed_audit" => run_seed_audit(&inp, &work, mode)?,
+            "identity" => run_identity(&inp, &work, mode)?,
+            "contracts" => run_contracts(&inp, &work, mode)?,
+            "policy_validation" => run_policy_validation(&inp, &work)?,
+            "persona_binding" => run_binding(&inp, &work)?,
+            "data_planning" => run_planning(&inp, &work)?,
+            "skill_rendering" => run_skills(&inp, &work)?,
+            "run_matrix" => run_runs(&inp, &work)?,
+            "coherence_gates" => run_gates(&inp, &work)?,
+            "bundle" => crate::bundle::write(&inp, &work)?,
+            other => unreachable!("stage {other} is listed but not dispatched"),
+        }
+    }
     Ok(inp.config.paths.output.clone())
 }

@@ -14,6 +14,8 @@ pub struct Country {
     pub name: String,
     /// Unicode scripts (as `unicode-script` names them) names are commonly written in.
     pub name_scripts: Vec<String>,
+    /// ISO 4217 code planned amounts are shown in.
+    pub currency: String,
 }
 
 #[derive(Debug, Clone, Deserialize)]
