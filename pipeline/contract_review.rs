@@ -170,7 +170,18 @@ fn contract_schema(content: &Content) -> Result<Value> {
             other => other.clone(),
         }
     }
-    Ok(inline(&defs["contract"], &defs, 0, false))
+    let mut schema = inline(&defs["contract"], &defs, 0, false);
+    // Record fields must come from the planning vocabulary, so every field can be filled.
+    let labels: Vec<&String> = content.record_fields.item.fields.keys().collect();
+    for env in ["public", "confidential"] {
+        let ptr = format!(
+            "/properties/sources/properties/{env}/properties/record/properties/fields/items"
+        );
+        if let Some(items) = schema.pointer_mut(&ptr) {
+            *items = json!({ "enum": labels });
+        }
+    }
+    Ok(schema)
 }
 
 /// Per-item fixed fields of an authored or rewritten contract.
@@ -569,7 +580,10 @@ pub async fn run(
         let mut failed: HashMap<String, Vec<String>> = HashMap::new();
         for (c, _, gated) in &pending {
             if *gated {
-                let findings = check_contract(content, check_file, "", c);
+                let mut findings = check_contract(content, check_file, "", c);
+                findings.extend(crate::data_planning::check_contract(
+                    content, check_file, "", c,
+                ));
                 if !findings.is_empty() {
                     failed.insert(
                         c.id.clone(),

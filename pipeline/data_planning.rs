@@ -570,45 +570,54 @@ pub fn check_content(content: &Content) -> Vec<crate::policy_validation::Finding
             }
         }
     }
-    for l in &content.contracts {
-        let c = &l.item;
-        let file = l.file.clone();
-        for (i, r) in c.persona_requirements.iter().enumerate() {
-            if attrs.get(&r.attribute).is_none() {
-                out.push(Finding {
-                    file: file.clone(),
-                    field: format!("{}/persona_requirements/{i}/attribute", c.id),
-                    message: format!("unknown persona attribute {:?}", r.attribute),
-                });
-            }
+    out
+}
+
+/// The planning checks of one contract (curated or generated): its requirements name known
+/// attributes, and every record field has a vocabulary entry, public ones showing only public
+/// attributes. `at` is the contract's JSON path in `file`.
+pub fn check_contract(
+    content: &Content,
+    file: &std::path::Path,
+    at: &str,
+    c: &Contract,
+) -> Vec<crate::policy_validation::Finding> {
+    use crate::policy_validation::Finding;
+    let attrs = &content.attributes.item;
+    let vfile = &content.record_fields.file;
+    let mut out = Vec::new();
+    for (i, r) in c.persona_requirements.iter().enumerate() {
+        if attrs.get(&r.attribute).is_none() {
+            out.push(Finding {
+                file: file.to_path_buf(),
+                field: format!("{at}/persona_requirements/{i}/attribute"),
+                message: format!("unknown persona attribute {:?}", r.attribute),
+            });
         }
-        for (env, src) in [
-            ("public", &c.sources.public),
-            ("confidential", &c.sources.confidential),
-        ] {
-            for label in &src.record.fields {
-                match content.record_fields.item.fields.get(label) {
-                    None => out.push(Finding {
-                        file: file.clone(),
-                        field: format!("{}/sources/{env}/record/fields", c.id),
-                        message: format!("field {label:?} has no entry in {}", vfile.display()),
-                    }),
-                    Some(spec) => {
-                        if env == "public" {
-                            if let Some(def) = spec.attribute.as_deref().and_then(|a| attrs.get(a))
-                            {
-                                if def.visibility != "public" {
-                                    out.push(Finding {
-                                        file: file.clone(),
-                                        field: format!("{}/sources/public/record/fields", c.id),
-                                        message: format!(
-                                            "field {label:?} shows the confidential attribute {:?}",
-                                            def.id
-                                        ),
-                                    });
-                                }
-                            }
-                        }
+    }
+    for (env, src) in [
+        ("public", &c.sources.public),
+        ("confidential", &c.sources.confidential),
+    ] {
+        for label in &src.record.fields {
+            let field = format!("{at}/sources/{env}/record/fields");
+            match content.record_fields.item.fields.get(label) {
+                None => out.push(Finding {
+                    file: file.to_path_buf(),
+                    field,
+                    message: format!("field {label:?} has no entry in {}", vfile.display()),
+                }),
+                Some(spec) => {
+                    let def = spec.attribute.as_deref().and_then(|a| attrs.get(a));
+                    if let Some(def) = def.filter(|d| env == "public" && d.visibility != "public") {
+                        out.push(Finding {
+                            file: file.to_path_buf(),
+                            field,
+                            message: format!(
+                                "field {label:?} shows the confidential attribute {:?}",
+                                def.id
+                            ),
+                        });
                     }
                 }
             }

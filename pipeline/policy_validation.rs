@@ -596,6 +596,9 @@ pub fn validate_contract_set(
         let at = format!("/contracts/{i}");
         *i += 1;
         out.extend(check_contract(c, &l.file, &at, &l.item));
+        out.extend(crate::data_planning::check_contract(
+            c, &l.file, &at, &l.item,
+        ));
         let k = &l.item;
         if let Some(prev) = ids.insert(&k.id, &l.file) {
             out.push(Finding {

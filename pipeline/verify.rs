@@ -127,6 +127,65 @@ fn check_contracts(dir: &Path, manifest: &Value) -> Result<()> {
     Ok(())
 }
 
+fn count(manifest: &Value, key: &str, file: &str, n: usize) -> Result<()> {
+    let want = manifest
+        .pointer(&format!("/counts/{key}"))
+        .and_then(|v| v.as_u64());
+    if want != Some(n as u64) {
+        bail!("{file} has {n} records, manifest.json counts.{key} says {want:?}");
+    }
+    Ok(())
+}
+
+/// Bindings, payloads, skills and runs: counts, and every reference a run makes resolves
+/// inside the bundle; every gate in the manifest passed.
+fn check_plan(dir: &Path, manifest: &Value, profile_ids: &HashSet<String>) -> Result<()> {
+    let bindings = jsonl(&dir.join("bindings.jsonl"))?;
+    let payloads = jsonl(&dir.join("payloads.jsonl"))?;
+    let skills = jsonl(&dir.join("skills.jsonl"))?;
+    let runs = jsonl(&dir.join("runs.jsonl"))?;
+    let personas = jsonl(&dir.join("personas.jsonl"))?;
+    count(manifest, "payloads", "payloads.jsonl", payloads.len())?;
+    count(manifest, "skills", "skills.jsonl", skills.len())?;
+    count(manifest, "runs", "runs.jsonl", runs.len())?;
+    count(manifest, "personas", "personas.jsonl", personas.len())?;
+    for (i, b) in bindings.iter().enumerate() {
+        let pid = b["profile_id"].as_str().unwrap_or_default();
+        if !profile_ids.contains(pid) {
+            bail!("bindings.jsonl:{}: unknown profile {pid:?}", i + 1);
+        }
+    }
+    let keys: HashSet<&str> = payloads.iter().filter_map(|p| p["key"].as_str()).collect();
+    if keys.len() != payloads.len() {
+        bail!("payloads.jsonl: payload keys are not unique");
+    }
+    for (i, r) in runs.iter().enumerate() {
+        let at = || format!("runs.jsonl:{}", i + 1);
+        let guidance = r["guidance"].as_str().unwrap_or_default();
+        for d in r["discovery"].as_array().into_iter().flatten() {
+            let name = d["name"].as_str().unwrap_or_default();
+            let md = format!("skills/{guidance}/{name}/SKILL.md");
+            if !dir.join(&md).is_file() {
+                bail!("{}: skill {name} has no {md}", at());
+            }
+        }
+        for (skill, key) in r["payload_keys"].as_object().into_iter().flatten() {
+            let key = key.as_str().unwrap_or_default();
+            if !keys.contains(key) {
+                bail!("{}: skill {skill} names unknown payload {key:?}", at());
+            }
+        }
+    }
+    let gates = manifest
+        .pointer("/gates/results")
+        .and_then(|g| g.as_array())
+        .ok_or_else(|| anyhow!("manifest.json has no gates section"))?;
+    if let Some(g) = gates.iter().find(|g| g["passed"] != true) {
+        bail!("manifest.json: gate {} did not pass", g["name"]);
+    }
+    Ok(())
+}
+
 pub fn verify(dir: &Path) -> Result<Summary> {
     if !dir.is_dir() {
         bail!("{}: not a bundle directory", dir.display());
@@ -206,6 +265,7 @@ pub fn verify(dir: &Path) -> Result<Summary> {
 
     check_identities(&manifest, &records)?;
     check_contracts(dir, &manifest)?;
+    check_plan(dir, &manifest, &ids)?;
 
     // Calibration figures must be what the records and margins give.
     let margins = manifest

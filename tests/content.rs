@@ -28,7 +28,13 @@ fn workspace() -> (tempfile::TempDir, PathBuf, PathBuf) {
     let tmp = tempfile::tempdir().unwrap();
     let tax = tmp.path().join("taxonomy");
     copy_dir(&repo().join("taxonomy"), &tax);
-    let text = fs::read_to_string(repo().join("configs/reference.toml")).unwrap();
+    let text = fs::read_to_string(repo().join("configs/reference.toml"))
+        .unwrap()
+        // Trial populations lack the rarest persona combinations some contracts need.
+        .replace(
+            "on_unsatisfiable = \"fail\"",
+            "on_unsatisfiable = \"relax\"",
+        );
     let text: Vec<String> = text
         .lines()
         .map(|l| {
