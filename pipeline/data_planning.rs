@@ -93,6 +93,8 @@ pub struct World {
 pub struct ExposureSummary {
     pub confidential_payloads: usize,
     pub beyond_target: usize,
+    /// Of those, payloads revealing an attribute of one of the taxonomy's categories.
+    pub sensitive_beyond_target: usize,
     /// Confidential payloads revealing at least one attribute of each other category.
     pub beyond_target_by_category: BTreeMap<String, usize>,
     /// Mean number of persona attributes a confidential payload reveals besides the target.
@@ -472,6 +474,9 @@ pub fn exposure_summary(
                 s.confidential_payloads += 1;
                 if !beyond.is_empty() {
                     s.beyond_target += 1;
+                }
+                if beyond.iter().any(|e| e.category.is_some()) {
+                    s.sensitive_beyond_target += 1;
                 }
                 *extras.entry(c.category.clone()).or_default() += beyond.len();
                 let cats: BTreeSet<String> = beyond

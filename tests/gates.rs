@@ -132,6 +132,23 @@ fn untouched_artifacts_pass_every_gate_and_the_manifest_reports_them() {
     assert_eq!(m["counts"]["skills"], 169);
     assert_eq!(m["counts"]["runs"], 3960);
     assert_eq!(m["exposure"].as_object().unwrap().len(), 11);
+    // The three kinds of skill script parse as Python.
+    for script in [
+        "skills/neutral/ask-user-question/scripts/interact.py",
+        "skills/neutral/open-health-tracker-account/scripts/fetch.py",
+        "skills/neutral/submit-race-medical-declaration/scripts/submit.py",
+    ] {
+        let o = std::process::Command::new("python3")
+            .args(["-c", "import ast, sys; ast.parse(open(sys.argv[1]).read())"])
+            .arg(pristine().join("bundle").join(script))
+            .output()
+            .unwrap();
+        assert!(
+            o.status.success(),
+            "{script}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
 }
 
 #[test]
