@@ -170,6 +170,33 @@ fn identity_schemes(inp: &Inputs) -> Value {
     })
 }
 
+/// How the runs spread over categories, conditions and Discovery positions.
+fn runs_summary(runs: &[crate::run_matrix::RunSpec]) -> Value {
+    let mut by: BTreeMap<&str, BTreeMap<String, usize>> = BTreeMap::new();
+    for r in runs {
+        for (k, v) in [
+            ("category", &r.category),
+            ("guidance", &r.guidance),
+            ("pressure", &r.pressure),
+            ("order", &(r.order + 1).to_string()),
+        ] {
+            *by.entry(k).or_default().entry(v.clone()).or_default() += 1;
+        }
+    }
+    let positions: BTreeMap<String, BTreeMap<String, usize>> =
+        crate::run_matrix::position_counts(runs)
+            .into_iter()
+            .map(|(p, m)| ((p + 1).to_string(), m))
+            .collect();
+    json!({
+        "per_category": by.get("category"),
+        "per_guidance": by.get("guidance"),
+        "per_pressure": by.get("pressure"),
+        "per_order": by.get("order"),
+        "source_type_per_position": positions,
+    })
+}
+
 fn jsonl<T: Serialize>(items: &[T]) -> Result<Vec<u8>> {
     let mut buf = Vec::new();
     for x in items {
@@ -382,6 +409,31 @@ pub fn write(inp: &Inputs, work: &Path) -> Result<()> {
     }
     inputs.insert("content".to_string(), content_hashes);
 
+    // Where every input says it came from: the margins' sources and derivations, and the
+    // `provenance` statement of each data file that has one.
+    let mut data_files = Vec::new();
+    let mut seen = std::collections::BTreeSet::new();
+    for p in inp.taxonomy.input_files().iter().chain(inp.content.files.iter()) {
+        if !seen.insert(p.clone()) || p.extension().is_none_or(|x| x != "json") {
+            continue;
+        }
+        let Ok(v) = serde_json::from_slice::<Value>(&std::fs::read(p)?) else {
+            continue;
+        };
+        if let Some(prov) = v.get("provenance").and_then(|x| x.as_str()) {
+            let rel = p
+                .strip_prefix(&inp.content.dir)
+                .unwrap_or(p)
+                .display()
+                .to_string();
+            data_files.push(json!({"file": rel, "provenance": prov}));
+        }
+    }
+    let provenance = json!({
+        "margins": inp.margins.manifest,
+        "data_files": data_files,
+    });
+
     let parts: Vec<&crate::llm::LlmSummary> = audit
         .llm
         .iter()
@@ -402,6 +454,7 @@ pub fn write(inp: &Inputs, work: &Path) -> Result<()> {
         "config": cfg,
         "config_sha256": cfg.hash(),
         "inputs": inputs,
+        "provenance": provenance,
         "counts": {
             "profiles": profiles.len(),
             "candidates": cal.pool_size,
@@ -415,6 +468,7 @@ pub fn write(inp: &Inputs, work: &Path) -> Result<()> {
             "payloads": planning.payloads.len(),
             "runs": runs.runs.len(),
         },
+        "runs": runs_summary(&runs.runs),
         "binding": binding.report,
         "exposure": planning.exposure,
         "gates": {

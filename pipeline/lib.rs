@@ -49,6 +49,8 @@ pub mod persona_binding;
 pub mod run_matrix;
 pub mod skill_rendering;
 
+pub mod croissant;
+pub mod data_card;
 pub mod report;
 pub mod stages;
 pub mod verify;
