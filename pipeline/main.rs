@@ -1,6 +1,6 @@
 //! Command-line entry point of PrivForge.
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -44,6 +44,34 @@ enum Command {
         /// Print the bundle's sha256sum-style list instead of checking against one.
         #[arg(long)]
         print_sums: bool,
+    },
+    /// Serve a bundle's payloads on loopback for its skill scripts (until Ctrl-C).
+    Backend {
+        #[arg(long)]
+        bundle: PathBuf,
+        /// 0 picks a free port.
+        #[arg(long, default_value_t = 8477)]
+        port: u16,
+        /// Where the access log (one JSON line per request) goes.
+        #[arg(long, default_value = "backend-access.jsonl")]
+        log: PathBuf,
+    },
+    /// Run every skill script of a sample of runs against the reference backend, as an agent
+    /// would, and check what they return.
+    E2e {
+        #[arg(long)]
+        bundle: PathBuf,
+        #[arg(long, default_value = "python3")]
+        python: String,
+        /// Scripts run at a time (default: the number of CPUs).
+        #[arg(long)]
+        jobs: Option<usize>,
+        /// The backend's access log (default: beside the bundle).
+        #[arg(long)]
+        log: Option<PathBuf>,
+        /// Check only the first N categories (a quick trial; the default covers all).
+        #[arg(long)]
+        categories: Option<usize>,
     },
     /// Population margins.
     Margins {
@@ -163,6 +191,61 @@ fn run(cli: Cli) -> Result<()> {
                     bundle.display(),
                     exp.display()
                 );
+            }
+        }
+        Command::Backend { bundle, port, log } => {
+            let file = std::fs::File::create(&log)
+                .with_context(|| format!("cannot create {}", log.display()))?;
+            let b = privforge::backend::Backend::load(&bundle, Box::new(file))?;
+            let server = privforge::backend::start(b, port)?;
+            println!(
+                "serving {} on {} (access log {}); Ctrl-C stops",
+                bundle.display(),
+                server.url(),
+                log.display()
+            );
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()?;
+            rt.block_on(tokio::signal::ctrl_c())?;
+            drop(server);
+        }
+        Command::E2e {
+            bundle,
+            python,
+            jobs,
+            log,
+            categories,
+        } => {
+            let log = log.unwrap_or_else(|| privforge::e2e::default_log(&bundle));
+            let jobs = jobs.unwrap_or_else(|| {
+                std::thread::available_parallelism()
+                    .map(|n| n.get())
+                    .unwrap_or(2)
+            });
+            let r = privforge::e2e::run(&bundle, &python, jobs, &log, categories)?;
+            println!(
+                "e2e: {} runs ({} contracts, {} categories, {} guidance, {} pressure, {} orders); \
+                 {} scripts; {} acquisitions returned the value, {} the unavailability message; \
+                 {} executions accepted the value, {} rejected a wrong one; {} access log lines",
+                r.runs,
+                r.contracts,
+                r.categories,
+                r.guidance_conditions,
+                r.pressure_conditions,
+                r.orders,
+                r.scripts_run,
+                r.acquisitions_returned_value,
+                r.acquisitions_unavailable,
+                r.executions_accepted,
+                r.wrong_values_rejected,
+                r.log_lines
+            );
+            if !r.failures.is_empty() {
+                for f in r.failures.iter().take(20) {
+                    eprintln!("  {f}");
+                }
+                anyhow::bail!("e2e: {} failures", r.failures.len());
             }
         }
         Command::Llm {

@@ -16,7 +16,8 @@ use std::collections::BTreeMap;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PersonaFacts {
     pub profile_id: String,
-    /// `completed` when the identity stage ran, else `fallback` (deterministic identity).
+    /// `identity_stage` when the identity stage ran (each field's own provenance is in
+    /// `profiles.jsonl`), else `planning_fallback` (a deterministic identity made here).
     pub identity_source: String,
     pub facts: BTreeMap<String, String>,
 }
@@ -88,7 +89,7 @@ pub fn persona_facts(
 ) -> Result<PersonaFacts> {
     let mut p = profile.clone();
     let identity_source = if p.identity.is_some() {
-        "completed"
+        "identity_stage"
     } else {
         let mut r = crate::seeding::rng(seed, "planning-identity", &p.person.candidate_id);
         let dob = crate::identity::birth_date(p.person.age, kit.reference, &mut r);
@@ -111,7 +112,7 @@ pub fn persona_facts(
             government_id_document: document,
             identity_provenance: BTreeMap::new(),
         });
-        "fallback"
+        "planning_fallback"
     };
     let mut facts = BTreeMap::new();
     for a in &attrs.attributes {
@@ -271,7 +272,7 @@ mod tests {
     fn persona(id: &str, religion: &str, age: u32) -> PersonaFacts {
         PersonaFacts {
             profile_id: id.into(),
-            identity_source: "completed".into(),
+            identity_source: "identity_stage".into(),
             facts: BTreeMap::from([
                 ("religion".to_string(), religion.to_string()),
                 ("age".to_string(), age.to_string()),

@@ -42,7 +42,7 @@ pub struct RunSpec {
     pub category: String,
     pub guidance: String,
     pub pressure: String,
-    /// Index into [`orders`].
+    /// Number of the Discovery order, 1 to 6 (the `o<n>` of the run id), in [`orders`] order.
     pub order: usize,
     /// The persona the task is bound to.
     pub profile_id: String,
@@ -143,7 +143,7 @@ pub fn build(
                         category: c.category.clone(),
                         guidance: g.id.clone(),
                         pressure: p.id.clone(),
-                        order: oi,
+                        order: oi + 1,
                         profile_id: profile_id.clone(),
                         system_prompt,
                         system_prompt_additions,

@@ -127,6 +127,83 @@ fn check_contracts(dir: &Path, manifest: &Value) -> Result<()> {
     Ok(())
 }
 
+/// `SHA256SUMS` lists every file of the bundle (the manifest too) with its hash.
+fn check_sums(dir: &Path, problems: &mut Vec<String>) -> Result<()> {
+    let path = dir.join("SHA256SUMS");
+    let text =
+        std::fs::read_to_string(&path).with_context(|| format!("{}: missing", path.display()))?;
+    let mut listed = HashSet::new();
+    for (i, line) in text.lines().enumerate() {
+        let Some((sum, name)) = line.split_once("  ") else {
+            problems.push(format!("SHA256SUMS:{}: not `<sha256>  <file>`", i + 1));
+            continue;
+        };
+        listed.insert(name.to_string());
+        match std::fs::read(dir.join(name)) {
+            Err(_) => problems.push(format!("SHA256SUMS:{}: {name} is missing", i + 1)),
+            Ok(bytes) => {
+                if sha256_hex(&bytes) != sum {
+                    problems.push(format!(
+                        "{name}: sha256 does not match SHA256SUMS line {}",
+                        i + 1
+                    ));
+                }
+            }
+        }
+    }
+    for f in list_files(dir)? {
+        if f != "SHA256SUMS" && !listed.contains(&f) {
+            problems.push(format!("{f}: present but not listed in SHA256SUMS"));
+        }
+    }
+    Ok(())
+}
+
+/// Every JSON file, and every line of every JSONL file, against the schema the bundle's
+/// `schemas/index.json` names for it.
+fn check_schemas(dir: &Path) -> Result<()> {
+    let index = read_json(&dir.join("schemas/index.json"))?;
+    let map = index["files"]
+        .as_object()
+        .ok_or_else(|| anyhow!("schemas/index.json: no files map"))?;
+    for (file, schema) in map {
+        let path = dir.join(file);
+        if !path.exists() {
+            continue;
+        }
+        let schema_name = schema.as_str().unwrap_or_default();
+        let s = read_json(&dir.join("schemas").join(schema_name))?;
+        let v = jsonschema::validator_for(&s)
+            .map_err(|e| anyhow!("schemas/{schema_name}: not a valid JSON Schema: {e}"))?;
+        let records: Vec<(String, Value)> = if file.ends_with(".jsonl") {
+            let text = std::fs::read_to_string(&path)?;
+            text.lines()
+                .enumerate()
+                .map(|(i, l)| {
+                    serde_json::from_str(l)
+                        .map(|x| (format!("{file}:{}", i + 1), x))
+                        .map_err(|e| anyhow!("{file}:{}: invalid JSON: {e}", i + 1))
+                })
+                .collect::<Result<_>>()?
+        } else {
+            vec![(file.clone(), read_json(&path)?)]
+        };
+        for (at, rec) in &records {
+            if let Some(e) = v.iter_errors(rec).next() {
+                bail!(
+                    "{at}: schema violation (schemas/{schema_name}) at field {}: {e}",
+                    if e.instance_path.as_str().is_empty() {
+                        "/".to_string()
+                    } else {
+                        e.instance_path.to_string()
+                    }
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
 fn count(manifest: &Value, key: &str, file: &str, n: usize) -> Result<()> {
     let want = manifest
         .pointer(&format!("/counts/{key}"))
@@ -159,9 +236,37 @@ fn check_plan(dir: &Path, manifest: &Value, profile_ids: &HashSet<String>) -> Re
     if keys.len() != payloads.len() {
         bail!("payloads.jsonl: payload keys are not unique");
     }
+    let contract_ids: HashSet<String> = jsonl(&dir.join("contracts.jsonl"))?
+        .iter()
+        .filter_map(|c| c["id"].as_str().map(String::from))
+        .collect();
+    let persona_ids: HashSet<&str> = personas
+        .iter()
+        .filter_map(|p| p["profile_id"].as_str())
+        .collect();
+    for (i, b) in bindings.iter().enumerate() {
+        let cid = b["contract_id"].as_str().unwrap_or_default();
+        if !contract_ids.contains(cid) {
+            bail!("bindings.jsonl:{}: unknown contract {cid:?}", i + 1);
+        }
+    }
+    for (i, p) in payloads.iter().enumerate() {
+        let pid = p["profile_id"].as_str().unwrap_or_default();
+        if !persona_ids.contains(pid) {
+            bail!("payloads.jsonl:{}: unknown persona {pid:?}", i + 1);
+        }
+    }
     for (i, r) in runs.iter().enumerate() {
         let at = || format!("runs.jsonl:{}", i + 1);
         let guidance = r["guidance"].as_str().unwrap_or_default();
+        let cid = r["contract_id"].as_str().unwrap_or_default();
+        if !contract_ids.contains(cid) {
+            bail!("{}: unknown contract {cid:?}", at());
+        }
+        let pid = r["profile_id"].as_str().unwrap_or_default();
+        if !persona_ids.contains(pid) || !profile_ids.contains(pid) {
+            bail!("{}: unknown persona {pid:?}", at());
+        }
         for d in r["discovery"].as_array().into_iter().flatten() {
             let name = d["name"].as_str().unwrap_or_default();
             let md = format!("skills/{guidance}/{name}/SKILL.md");
@@ -222,12 +327,22 @@ pub fn verify(dir: &Path) -> Result<Summary> {
         }
     }
     for f in list_files(dir)? {
-        if f != "manifest.json" && !files.contains_key(&f) {
+        if f != "manifest.json" && f != "SHA256SUMS" && !files.contains_key(&f) {
             problems.push(format!("{f}: present but not listed in manifest.json"));
         }
     }
+    check_sums(dir, &mut problems)?;
     if !problems.is_empty() {
         bail!("{}: {}", dir.display(), problems.join("; "));
+    }
+    check_schemas(dir)?;
+    let croissant = read_json(&dir.join("croissant.json"))?;
+    let problems = crate::croissant::check(&croissant);
+    if !problems.is_empty() {
+        bail!(
+            "croissant.json is not valid Croissant 1.0: {}",
+            problems.join("; ")
+        );
     }
 
     // Records: schema, ids, count.
@@ -286,7 +401,7 @@ pub fn verify(dir: &Path) -> Result<Summary> {
         }
     }
     Ok(Summary {
-        files: files.len() + 1,
+        files: files.len() + 2,
         profiles: records.len(),
     })
 }

@@ -1,33 +1,34 @@
 #!/usr/bin/env python3
 """Reads this skill's record from the benchmark backend (by payload key, never by value)."""
+import http.client
 import json
 import os
 import sys
-import urllib.error
-import urllib.parse
-import urllib.request
+from urllib.parse import quote, urlencode, urlsplit
 
 SKILL = {{skill_literal}}
 PAYLOAD_KEY = {{key_literal}}
 
 
+def request(method, path, body=None):
+    """Sends one request to the backend; returns (status, parsed JSON body)."""
+    url = urlsplit(os.environ.get("PRIVFORGE_BACKEND_URL", "http://127.0.0.1:8477"))
+    conn = http.client.HTTPConnection(url.hostname, url.port or 80, timeout=30)
+    headers = {"Content-Type": "application/json"} if body is not None else {}
+    conn.request(method, path, body=body, headers=headers)
+    resp = conn.getresponse()
+    return resp.status, json.loads(resp.read() or b"{}")
+
+
 def main():
-    base = os.environ.get("PRIVFORGE_BACKEND_URL", "http://127.0.0.1:8477").rstrip("/")
-    query = urllib.parse.urlencode(
-        {"run": os.environ.get("PRIVFORGE_RUN_ID", ""), "skill": SKILL}
-    )
-    url = f"{base}/v1/payloads/{urllib.parse.quote(PAYLOAD_KEY)}?{query}"
+    query = urlencode({"run": os.environ.get("PRIVFORGE_RUN_ID", ""), "skill": SKILL})
     try:
-        with urllib.request.urlopen(url, timeout=30) as resp:
-            body = json.load(resp)
-    except urllib.error.HTTPError as e:
-        print(json.dumps({"error": f"backend answered {e.code}"}))
-        return 1
-    except urllib.error.URLError as e:
-        print(json.dumps({"error": f"backend unreachable: {e.reason}"}))
+        status, body = request("GET", f"/v1/payloads/{quote(PAYLOAD_KEY)}?{query}")
+    except (OSError, ValueError) as e:
+        print(json.dumps({"error": f"backend unreachable: {e}"}))
         return 1
     print(json.dumps(body, ensure_ascii=False, indent=2))
-    return 0
+    return 0 if status == 200 else 1
 
 
 if __name__ == "__main__":

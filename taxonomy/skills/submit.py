@@ -1,15 +1,24 @@
 #!/usr/bin/env python3
 """Submits this skill's action with the given arguments to the benchmark backend."""
 import argparse
+import http.client
 import json
 import os
 import sys
-import urllib.error
-import urllib.parse
-import urllib.request
+from urllib.parse import quote, urlsplit
 
 SKILL = {{skill_literal}}
 PAYLOAD_KEY = {{key_literal}}
+
+
+def request(method, path, body=None):
+    """Sends one request to the backend; returns (status, parsed JSON body)."""
+    url = urlsplit(os.environ.get("PRIVFORGE_BACKEND_URL", "http://127.0.0.1:8477"))
+    conn = http.client.HTTPConnection(url.hostname, url.port or 80, timeout=30)
+    headers = {"Content-Type": "application/json"} if body is not None else {}
+    conn.request(method, path, body=body, headers=headers)
+    resp = conn.getresponse()
+    return resp.status, json.loads(resp.read() or b"{}")
 
 
 def main():
@@ -24,25 +33,17 @@ def main():
     if not isinstance(arguments, dict):
         print(json.dumps({"error": "--arguments must be a JSON object"}))
         return 2
-    base = os.environ.get("PRIVFORGE_BACKEND_URL", "http://127.0.0.1:8477").rstrip("/")
     body = json.dumps(
         {"run": os.environ.get("PRIVFORGE_RUN_ID", ""), "skill": SKILL, "arguments": arguments}
     ).encode("utf-8")
-    req = urllib.request.Request(
-        f"{base}/v1/execute/{urllib.parse.quote(PAYLOAD_KEY)}",
-        data=body,
-        headers={"Content-Type": "application/json"},
-    )
     try:
-        with urllib.request.urlopen(req, timeout=30) as resp:
-            reply = json.load(resp)
-    except urllib.error.HTTPError as e:
-        print(json.dumps({"error": f"backend answered {e.code}"}))
-        return 1
-    except urllib.error.URLError as e:
-        print(json.dumps({"error": f"backend unreachable: {e.reason}"}))
+        status, reply = request("POST", f"/v1/execute/{quote(PAYLOAD_KEY)}", body)
+    except (OSError, ValueError) as e:
+        print(json.dumps({"error": f"backend unreachable: {e}"}))
         return 1
     print(json.dumps(reply, ensure_ascii=False, indent=2))
+    if status != 200:
+        return 1
     return 0 if reply.get("status") == "accepted" else 3
 
 
