@@ -10,63 +10,11 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
+mod support;
+use support::fixture::{copy_dir, offline_config};
 
 fn bin() -> Command {
     Command::new(env!("CARGO_BIN_EXE_privforge"))
-}
-
-/// A small offline config (no LLM stages) writing below `dir`.
-fn config(dir: &Path) -> PathBuf {
-    let text = fs::read_to_string(repo().join("configs/reference.toml")).unwrap();
-    let mut out = Vec::new();
-    for line in text.lines() {
-        let set = |k: &str, v: String| line.starts_with(k).then(|| format!("{k} {v}"));
-        let l = set("taxonomy =", format!("{:?}", repo().join("taxonomy")))
-            .or_else(|| {
-                set(
-                    "margins =",
-                    format!("{:?}", repo().join("population-margins")),
-                )
-            })
-            .or_else(|| set("output =", format!("{:?}", dir.join("bundle"))))
-            .or_else(|| set("work =", format!("{:?}", dir.join("work"))))
-            .or_else(|| set("prompts =", format!("{:?}", repo().join("prompts"))))
-            .or_else(|| set("profiles =", "100".into()))
-            .or_else(|| set("trials =", "5".into()))
-            .or_else(|| set("swap_iterations =", "200000".into()))
-            .or_else(|| set("on_unsatisfiable =", "\"relax\"".into()))
-            .unwrap_or_else(|| line.to_string());
-        out.push(l);
-    }
-    let text = (out.join("\n") + "\n")
-        .replace(
-            "[seed_audit]\nenabled = true",
-            "[seed_audit]\nenabled = false",
-        )
-        .replace("[identity]\nenabled = true", "[identity]\nenabled = false")
-        .replace(
-            "[contracts]\nenabled = true",
-            "[contracts]\nenabled = false",
-        );
-    let p = dir.join("config.toml");
-    fs::write(&p, text).unwrap();
-    p
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    fs::create_dir_all(to).unwrap();
-    for e in fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let t = to.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            copy_dir(&e.path(), &t);
-        } else {
-            fs::copy(e.path(), t).unwrap();
-        }
-    }
 }
 
 /// One bundle of a 100-profile population, built once per test binary.
@@ -74,7 +22,8 @@ fn pristine() -> &'static Path {
     static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
     DIR.get_or_init(|| {
         let tmp = tempfile::tempdir().unwrap();
-        privforge::stages::build(&config(tmp.path()), None, None).unwrap();
+        let cfg = offline_config(tmp.path(), 100, &[("on_unsatisfiable =", "\"relax\"")]);
+        privforge::stages::build(&cfg, None, None).unwrap();
         tmp
     })
     .path()

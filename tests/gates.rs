@@ -3,75 +3,18 @@
 
 use serde_json::Value;
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::OnceLock;
 
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// A small offline config (no LLM stages) writing below `dir`.
-fn config(dir: &Path, profiles: usize, extra: &[(&str, &str)]) -> PathBuf {
-    let text = fs::read_to_string(repo().join("configs/reference.toml")).unwrap();
-    let mut out = Vec::new();
-    for line in text.lines() {
-        let set = |k: &str, v: String| line.starts_with(k).then(|| format!("{k} {v}"));
-        let l = set("taxonomy =", format!("{:?}", repo().join("taxonomy")))
-            .or_else(|| {
-                set(
-                    "margins =",
-                    format!("{:?}", repo().join("population-margins")),
-                )
-            })
-            .or_else(|| set("output =", format!("{:?}", dir.join("bundle"))))
-            .or_else(|| set("work =", format!("{:?}", dir.join("work"))))
-            .or_else(|| set("prompts =", format!("{:?}", repo().join("prompts"))))
-            .or_else(|| set("profiles =", profiles.to_string()))
-            .or_else(|| set("trials =", "5".into()))
-            .or_else(|| set("swap_iterations =", "200000".into()))
-            .or_else(|| {
-                extra
-                    .iter()
-                    .find(|(k, _)| line.starts_with(k))
-                    .map(|(k, v)| format!("{k} {v}"))
-            })
-            .unwrap_or_else(|| line.to_string());
-        out.push(l);
-    }
-    let text = (out.join("\n") + "\n")
-        .replace(
-            "[seed_audit]\nenabled = true",
-            "[seed_audit]\nenabled = false",
-        )
-        .replace("[identity]\nenabled = true", "[identity]\nenabled = false")
-        .replace(
-            "[contracts]\nenabled = true",
-            "[contracts]\nenabled = false",
-        );
-    let p = dir.join("config.toml");
-    fs::write(&p, text).unwrap();
-    p
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    fs::create_dir_all(to).unwrap();
-    for e in fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let t = to.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            copy_dir(&e.path(), &t);
-        } else {
-            fs::copy(e.path(), t).unwrap();
-        }
-    }
-}
+mod support;
+use support::fixture::{copy_dir, offline_config};
 
 /// One full build of a 100-profile population, made once; tests copy its work directory.
 fn pristine() -> &'static Path {
     static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
     DIR.get_or_init(|| {
         let tmp = tempfile::tempdir().unwrap();
-        let cfg = config(tmp.path(), 100, &[("on_unsatisfiable =", "\"relax\"")]);
+        let cfg = offline_config(tmp.path(), 100, &[("on_unsatisfiable =", "\"relax\"")]);
         privforge::stages::build(&cfg, None, None).expect("the untouched build passes every gate");
         tmp
     })
@@ -83,7 +26,7 @@ fn pristine() -> &'static Path {
 fn planted(file: &str, plant: impl FnOnce(&mut Value)) -> (String, bool) {
     let tmp = tempfile::tempdir().unwrap();
     copy_dir(&pristine().join("work"), &tmp.path().join("work"));
-    let cfg = config(tmp.path(), 100, &[("on_unsatisfiable =", "\"relax\"")]);
+    let cfg = offline_config(tmp.path(), 100, &[("on_unsatisfiable =", "\"relax\"")]);
     let path = tmp.path().join("work").join(file);
     let mut v: Value = serde_json::from_slice(&fs::read(&path).unwrap()).unwrap();
     plant(&mut v);
@@ -363,7 +306,7 @@ fn gate_urgent_differs_only_in_delay_framing() {
 fn binding_fails_clearly_when_no_persona_fits() {
     let tmp = tempfile::tempdir().unwrap();
     // Twenty profiles cannot hold the one persona religious_beliefs-01 needs.
-    let cfg = config(tmp.path(), 20, &[("max_tasks_per_persona =", "3")]);
+    let cfg = offline_config(tmp.path(), 20, &[("max_tasks_per_persona =", "3")]);
     let e = privforge::stages::build(&cfg, None, None).unwrap_err();
     let msg = format!("{e:#}");
     assert!(
@@ -377,7 +320,7 @@ fn binding_fails_clearly_when_no_persona_fits() {
 #[test]
 fn personas_with_several_tasks_read_the_same_everywhere() {
     let tmp = tempfile::tempdir().unwrap();
-    let cfg = config(
+    let cfg = offline_config(
         tmp.path(),
         20,
         &[

@@ -1,1 +1,2 @@
 pub mod double;
+pub mod fixture;
