@@ -412,15 +412,7 @@ pub fn write(inp: &Inputs, work: &Path) -> Result<()> {
     inputs.insert("taxonomy".to_string(), tax_hashes);
     inputs.insert("margins".to_string(), inp.margins.input_hashes()?);
     let mut content_hashes = BTreeMap::new();
-    for p in &inp.content.files {
-        let rel = p
-            .strip_prefix(&inp.content.dir)
-            .unwrap_or(p)
-            .display()
-            .to_string();
-        content_hashes.insert(rel, crate::fsio::sha256_file(p)?);
-    }
-    for p in &schema_files {
+    for p in inp.content.files.iter().chain(&schema_files) {
         let rel = p
             .strip_prefix(&inp.content.dir)
             .unwrap_or(p)

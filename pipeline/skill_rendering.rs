@@ -156,6 +156,13 @@ pub fn entries(content: &Content, contracts: &[&Contract]) -> Vec<SkillEntry> {
 pub fn render(content: &Content, contracts: &[&Contract]) -> Result<SkillsArtifact> {
     let skills = entries(content, contracts);
     let labels = &content.labels.item;
+    // One request helper, written once and carried by every script (its comment lines are
+    // for this repository's readers only).
+    let request_helper: String = template(content, "backend_request.py.part")?
+        .lines()
+        .skip_while(|l| l.starts_with('#'))
+        .collect::<Vec<_>>()
+        .join("\n");
     let mut rendered = Vec::new();
     for g in &content.guidance {
         let g = &g.item;
@@ -193,6 +200,7 @@ pub fn render(content: &Content, contracts: &[&Contract]) -> Result<SkillsArtifa
                 },
             );
             vars.insert("skill_literal", serde_json::to_string(&s.name)?);
+            vars.insert("backend_request", request_helper.clone());
             if let Some(k) = &s.payload_key {
                 vars.insert("key_literal", serde_json::to_string(k)?);
             }

@@ -10,14 +10,7 @@ from urllib.parse import urlsplit
 SKILL = {{skill_literal}}
 
 
-def request(method, path, body=None):
-    """Sends one request to the backend; returns (status, parsed JSON body)."""
-    url = urlsplit(os.environ.get("PRIVFORGE_BACKEND_URL", "http://127.0.0.1:8477"))
-    conn = http.client.HTTPConnection(url.hostname, url.port or 80, timeout=30)
-    headers = {"Content-Type": "application/json"} if body is not None else {}
-    conn.request(method, path, body=body, headers=headers)
-    resp = conn.getresponse()
-    return resp.status, json.loads(resp.read() or b"{}")
+{{backend_request}}
 
 
 def main():
