@@ -314,6 +314,8 @@ pub fn write(inp: &Inputs, work: &Path) -> Result<()> {
             "interaction_skills": content.skills_doc,
             "domains": content.domains.iter().map(|d| &d.item).collect::<Vec<_>>(),
             "reviewers": {"criteria": content.criteria, "personas": content.personas},
+            "persona_attributes": content.attributes.item,
+            "record_fields": content.record_fields.item,
         }))?,
     );
     files.insert(
@@ -323,6 +325,7 @@ pub fn write(inp: &Inputs, work: &Path) -> Result<()> {
             "pressure": content.pressure.iter().map(|p| &p.item).collect::<Vec<_>>(),
             "labels": content.labels.item,
             "validation": content.rules.item,
+            "harness": content.harness.item,
         }))?,
     );
     let mut buf = Vec::new();

@@ -146,16 +146,14 @@ pub fn run(s: &Subject, stages: Option<&[&str]>) -> Vec<GateResult> {
         .collect()
 }
 
-/// The build error for failed gates, naming each gate and its first problems.
-pub fn error(results: &[GateResult]) -> Option<anyhow::Error> {
+/// The error for failed gates, naming each gate and its first problems; `consequence` ends
+/// the first line (what the failure means where the gates ran).
+pub fn error(results: &[GateResult], consequence: &str) -> Option<anyhow::Error> {
     let failed: Vec<&GateResult> = results.iter().filter(|r| !r.passed).collect();
     if failed.is_empty() {
         return None;
     }
-    let mut msg = format!(
-        "{} coherence gate(s) failed; no bundle was written",
-        failed.len()
-    );
+    let mut msg = format!("{} coherence gate(s) failed; {consequence}", failed.len());
     for r in failed {
         msg.push_str(&format!(
             "\n  gate {} ({} of {} checked items failed):",

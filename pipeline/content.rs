@@ -550,6 +550,101 @@ impl Content {
         })
     }
 
+    /// The content a bundle was built with, read back from its `taxonomy.json`,
+    /// `policies.json` and `contracts.jsonl`, so the coherence gates can be re-run on a bundle
+    /// alone.
+    pub fn from_bundle(dir: &Path) -> Result<Self> {
+        let read = |f: &str| -> Result<(PathBuf, Value)> {
+            let p = dir.join(f);
+            let v = serde_json::from_slice(
+                &std::fs::read(&p).with_context(|| format!("cannot read {}", p.display()))?,
+            )
+            .with_context(|| format!("{}: invalid JSON", p.display()))?;
+            Ok((p, v))
+        };
+        let (tf, tax) = read("taxonomy.json")?;
+        let (pf, pol) = read("policies.json")?;
+        let at = |file: &PathBuf, v: &Value, key: &str| -> Result<Value> {
+            v.get(key)
+                .cloned()
+                .ok_or_else(|| anyhow!("{}: no {key:?} section", file.display()))
+        };
+        let categories_doc = at(&tf, &tax, "categories")?;
+        let sources_doc = at(&tf, &tax, "sources")?;
+        let skills_doc = at(&tf, &tax, "interaction_skills")?;
+        let reviewers = at(&tf, &tax, "reviewers")?;
+        let cpath = dir.join("contracts.jsonl");
+        let text = std::fs::read_to_string(&cpath)
+            .with_context(|| format!("cannot read {}", cpath.display()))?;
+        let mut contracts = Vec::new();
+        for (i, line) in text.lines().enumerate() {
+            let mut v: Value = serde_json::from_str(line)
+                .map_err(|e| anyhow!("{}:{}: {e}", cpath.display(), i + 1))?;
+            if let Some(m) = v.as_object_mut() {
+                m.remove("review");
+            }
+            contracts.push(Located {
+                file: cpath.clone(),
+                item: typed(v, &cpath)?,
+            });
+        }
+        Ok(Self {
+            dir: dir.to_path_buf(),
+            categories: typed(categories_doc["categories"].clone(), &tf)?,
+            source_types: typed(sources_doc["types"].clone(), &tf)?,
+            interaction_skills: typed(skills_doc["skills"].clone(), &tf)?,
+            categories_doc,
+            sources_doc,
+            skills_doc,
+            domains: typed::<Vec<Domain>>(at(&tf, &tax, "domains")?, &tf)?
+                .into_iter()
+                .map(|item| Located {
+                    file: tf.clone(),
+                    item,
+                })
+                .collect(),
+            labels: Located {
+                file: pf.clone(),
+                item: typed(at(&pf, &pol, "labels")?, &pf)?,
+            },
+            guidance: typed::<Vec<Guidance>>(at(&pf, &pol, "guidance")?, &pf)?
+                .into_iter()
+                .map(|item| Located {
+                    file: pf.clone(),
+                    item,
+                })
+                .collect(),
+            pressure: typed::<Vec<Pressure>>(at(&pf, &pol, "pressure")?, &pf)?
+                .into_iter()
+                .map(|item| Located {
+                    file: pf.clone(),
+                    item,
+                })
+                .collect(),
+            rules: Located {
+                file: pf.clone(),
+                item: typed(at(&pf, &pol, "validation")?, &pf)?,
+            },
+            personas: typed(reviewers["personas"].clone(), &tf)?,
+            criteria: typed(reviewers["criteria"].clone(), &tf)?,
+            contracts,
+            attributes: Located {
+                file: tf.clone(),
+                item: typed(at(&tf, &tax, "persona_attributes")?, &tf)?,
+            },
+            record_fields: Located {
+                file: tf.clone(),
+                item: typed(at(&tf, &tax, "record_fields")?, &tf)?,
+            },
+            harness: Located {
+                file: pf.clone(),
+                item: typed(at(&pf, &pol, "harness")?, &pf)?,
+            },
+            skill_templates: std::collections::BTreeMap::new(),
+            files: vec![],
+        })
+    }
+
     pub fn category(&self, id: &str) -> Option<&Category> {
         self.categories.iter().find(|c| c.id == id)
     }

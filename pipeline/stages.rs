@@ -927,7 +927,7 @@ fn stage_gates(inp: &Inputs, work: &Path, stage: &str) -> Result<()> {
             r.checked
         );
     }
-    match crate::coherence_gates::error(&results) {
+    match crate::coherence_gates::error(&results, "no bundle was written") {
         Some(e) => Err(e),
         None => Ok(()),
     }
@@ -1059,7 +1059,7 @@ pub fn run_gates(inp: &Inputs, work: &Path) -> Result<()> {
         results.len()
     );
     let _ = std::fs::remove_file(work.join("gates.json"));
-    if let Some(e) = crate::coherence_gates::error(&results) {
+    if let Some(e) = crate::coherence_gates::error(&results, "no bundle was written") {
         return Err(e);
     }
     write_atomic(

@@ -204,6 +204,96 @@ fn check_schemas(dir: &Path) -> Result<()> {
     Ok(())
 }
 
+fn typed_lines<T: serde::de::DeserializeOwned>(path: &Path) -> Result<Vec<T>> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    text.lines()
+        .enumerate()
+        .map(|(i, l)| {
+            serde_json::from_str(l).map_err(|e| anyhow!("{}:{}: {e}", path.display(), i + 1))
+        })
+        .collect()
+}
+
+fn read_tree(root: &Path, dir: &Path, out: &mut BTreeMap<String, String>) -> Result<()> {
+    for e in std::fs::read_dir(dir)? {
+        let p = e?.path();
+        if p.is_dir() {
+            read_tree(root, &p, out)?;
+        } else {
+            let rel = p.strip_prefix(root).unwrap_or(&p).display().to_string();
+            out.insert(rel, std::fs::read_to_string(&p)?);
+        }
+    }
+    Ok(())
+}
+
+/// Re-runs every coherence gate on the bundle alone: the content and policies it was built
+/// with come from `taxonomy.json` and `policies.json`, the rest from its records and skill
+/// folders.
+fn check_gates(dir: &Path) -> Result<()> {
+    use crate::coherence_gates::{error, run, Subject};
+    use crate::persona_binding::PersonaFacts;
+    use crate::skill_rendering::{front_matter, RenderedSkill, SkillEntry, SkillsArtifact};
+    let content = crate::content::Content::from_bundle(dir)?;
+    let contracts: Vec<&crate::content::Contract> =
+        content.contracts.iter().map(|l| &l.item).collect();
+    let bindings: Vec<crate::persona_binding::Binding> = typed_lines(&dir.join("bindings.jsonl"))?;
+    let worlds: Vec<crate::data_planning::World> = typed_lines(&dir.join("personas.jsonl"))?;
+    let personas: BTreeMap<String, PersonaFacts> = worlds
+        .iter()
+        .map(|w| {
+            (
+                w.profile_id.clone(),
+                PersonaFacts {
+                    profile_id: w.profile_id.clone(),
+                    identity_source: w.identity_source.clone(),
+                    facts: w.facts.clone(),
+                },
+            )
+        })
+        .collect();
+    let payloads: Vec<crate::data_planning::Payload> = typed_lines(&dir.join("payloads.jsonl"))?;
+    let runs: Vec<crate::run_matrix::RunSpec> = typed_lines(&dir.join("runs.jsonl"))?;
+    let skills: Vec<SkillEntry> = typed_lines(&dir.join("skills.jsonl"))?;
+    let mut rendered = Vec::new();
+    for g in &content.guidance {
+        for e in &skills {
+            let folder = dir.join("skills").join(&g.item.id).join(&e.name);
+            if !folder.is_dir() {
+                continue;
+            }
+            let mut files = BTreeMap::new();
+            read_tree(&folder, &folder, &mut files)?;
+            let label = files
+                .get("SKILL.md")
+                .and_then(|md| front_matter(md).ok())
+                .and_then(|fm| fm.get(&content.labels.item.field).cloned());
+            rendered.push(RenderedSkill {
+                guidance: g.item.id.clone(),
+                name: e.name.clone(),
+                data_intrusiveness: label,
+                files,
+            });
+        }
+    }
+    let art = SkillsArtifact { skills, rendered };
+    let subject = Subject {
+        content: &content,
+        contracts: &contracts,
+        bindings: &bindings,
+        personas: &personas,
+        payloads: &payloads,
+        worlds: &worlds,
+        skills: Some(&art),
+        runs: &runs,
+    };
+    match error(&run(&subject, None), "the bundle does not pass them") {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
+}
+
 fn count(manifest: &Value, key: &str, file: &str, n: usize) -> Result<()> {
     let want = manifest
         .pointer(&format!("/counts/{key}"))
@@ -381,6 +471,7 @@ pub fn verify(dir: &Path) -> Result<Summary> {
     check_identities(&manifest, &records)?;
     check_contracts(dir, &manifest)?;
     check_plan(dir, &manifest, &ids)?;
+    check_gates(dir)?;
 
     // Calibration figures must be what the records and margins give.
     let margins = manifest

@@ -140,6 +140,24 @@ fn verify_names_a_dangling_reference() {
 }
 
 #[test]
+fn verify_re_runs_the_coherence_gates() {
+    // A well-formed, fully re-signed bundle whose run breaks the Discovery balance.
+    let (_t, b) = bundle_copy();
+    let mut runs = lines(&b.join("runs.jsonl"));
+    let r = runs
+        .iter_mut()
+        .find(|r| r["run_id"] == "health-02/label/user_unavailable/o3")
+        .unwrap();
+    r["discovery"].as_array_mut().unwrap().swap(0, 2);
+    write_lines(&b.join("runs.jsonl"), &runs);
+    rehash(&b, "runs.jsonl");
+    let e = verify_err(&b);
+    assert!(e.contains("the bundle does not pass them"), "{e}");
+    assert!(e.contains("gate discovery_position_balance ("), "{e}");
+    assert!(e.contains("contract health-02"), "{e}");
+}
+
+#[test]
 fn verify_names_a_tampered_payload() {
     let (_t, b) = bundle_copy();
     let text = fs::read_to_string(b.join("payloads.jsonl")).unwrap();
