@@ -3,6 +3,8 @@
 //! criterion. Payloads are held in memory, keyed by payload key; no request path is ever
 //! mapped to a file, so nothing outside the bundle can be served. The only state is the log.
 
+use crate::data_planning::Payload;
+use crate::run_matrix::RunSpec;
 use anyhow::{anyhow, Context, Result};
 use axum::extract::{Path as UrlPath, Query, State};
 use axum::http::StatusCode;
@@ -27,11 +29,21 @@ struct Log {
 }
 
 pub struct Backend {
-    payloads: HashMap<String, Value>,
+    payloads: HashMap<String, Payload>,
     runs: HashMap<String, Run>,
     /// Contract id → its execution skill's input schema, compiled.
     schemas: HashMap<String, jsonschema::Validator>,
     log: Mutex<Log>,
+}
+
+fn typed<T: serde::de::DeserializeOwned>(path: &Path) -> Result<Vec<T>> {
+    jsonl(path)?
+        .into_iter()
+        .enumerate()
+        .map(|(i, v)| {
+            serde_json::from_value(v).map_err(|e| anyhow!("{}:{}: {e}", path.display(), i + 1))
+        })
+        .collect()
 }
 
 fn jsonl(path: &Path) -> Result<Vec<Value>> {
@@ -68,26 +80,20 @@ impl Backend {
     /// request.
     pub fn load(bundle: &Path, log: Box<dyn Write + Send>) -> Result<Self> {
         let mut payloads = HashMap::new();
-        for p in jsonl(&bundle.join("payloads.jsonl"))? {
-            let key = p["key"]
-                .as_str()
-                .ok_or_else(|| anyhow!("payloads.jsonl: a payload has no key"))?
-                .to_string();
-            payloads.insert(key, p);
+        for p in typed::<Payload>(&bundle.join("payloads.jsonl"))? {
+            payloads.insert(p.key.clone(), p);
         }
-        let mut runs = HashMap::new();
-        for r in jsonl(&bundle.join("runs.jsonl"))? {
-            let id = r["run_id"].as_str().unwrap_or_default().to_string();
-            let payload_keys = r["payload_keys"]
-                .as_object()
-                .map(|m| {
-                    m.iter()
-                        .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string()))
-                        .collect()
-                })
-                .unwrap_or_default();
-            runs.insert(id, Run { payload_keys });
-        }
+        let runs: HashMap<String, Run> = typed::<RunSpec>(&bundle.join("runs.jsonl"))?
+            .into_iter()
+            .map(|r| {
+                (
+                    r.run_id,
+                    Run {
+                        payload_keys: r.payload_keys,
+                    },
+                )
+            })
+            .collect();
         let mut schemas = HashMap::new();
         for c in jsonl(&bundle.join("contracts.jsonl"))? {
             let id = c["id"].as_str().unwrap_or_default().to_string();
@@ -152,22 +158,21 @@ impl Backend {
     /// `GET /v1/payloads/<key>`: the record a public or confidential source shows.
     pub fn fetch(&self, key: &str, run: &str, skill: &str) -> (u16, Value) {
         let out = (|| {
-            let p = self
+            let (p, rec) = self
                 .payloads
                 .get(key)
-                .filter(|p| p["role"] == "public" || p["role"] == "confidential")
+                .filter(|p| p.role == "public" || p.role == "confidential")
+                .and_then(|p| p.record.as_ref().map(|r| (p, r)))
                 .ok_or_else(|| (404, format!("unknown payload key {key:?}")))?;
             self.resolve(run, skill, Some(key))?;
-            let rec = &p["record"];
-            let fields: Vec<Value> = rec["fields"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .map(|f| json!({"label": f["label"], "value": f["value"]}))
+            let fields: Vec<Value> = rec
+                .fields
+                .iter()
+                .map(|f| json!({"label": f.label, "value": f.value}))
                 .collect();
             Ok::<_, (u16, String)>(json!({
-                "source": p["skill"], "title": rec["title"], "fields": fields,
-                "target": {"label": rec["target"]["label"], "value": rec["target"]["value"]},
+                "source": p.skill, "title": rec.title, "fields": fields,
+                "target": {"label": rec.target.label, "value": rec.target.value},
             }))
         })();
         self.finish("payloads", run, skill, key, out, "served")
@@ -181,16 +186,16 @@ impl Backend {
             let p = self
                 .payloads
                 .get(&key)
-                .filter(|p| p["role"] == "user" || p["role"] == "user_unavailable")
+                .filter(|p| p.role == "user" || p.role == "user_unavailable")
                 .ok_or_else(|| {
                     (
                         404,
                         format!("skill {skill:?} is not a user-interaction skill"),
                     )
                 })?;
-            Ok(match p.get("reply") {
-                Some(r) => json!({"modality": r["modality"], "value": r["value"]}),
-                None => json!({"message": p["message"]}),
+            Ok(match (&p.reply, &p.message) {
+                (Some(r), _) => json!({"modality": r.modality, "value": r.value}),
+                (None, m) => json!({"message": m}),
             })
         })();
         let k = key.clone();
@@ -202,14 +207,13 @@ impl Backend {
     pub fn execute(&self, key: &str, run: &str, skill: &str, arguments: &Value) -> (u16, Value) {
         let mut outcome = "rejected";
         let out = (|| {
-            let p = self
+            let (p, ex) = self
                 .payloads
                 .get(key)
-                .filter(|p| p["role"] == "execution")
+                .and_then(|p| p.execution.as_ref().map(|e| (p, e)))
                 .ok_or_else(|| (404, format!("unknown payload key {key:?}")))?;
             self.resolve(run, skill, Some(key))?;
-            let contract = p["contract_id"].as_str().unwrap_or_default();
-            if let Some(v) = self.schemas.get(contract) {
+            if let Some(v) = self.schemas.get(&p.contract_id) {
                 if let Some(e) = v.iter_errors(arguments).next() {
                     return Err((
                         422,
@@ -220,17 +224,12 @@ impl Backend {
                     ));
                 }
             }
-            let ex = &p["execution"];
-            let arg = ex["argument"].as_str().unwrap_or_default();
+            let arg = ex.argument.as_str();
             let given = arguments
                 .get(arg)
                 .and_then(|v| v.as_str())
                 .unwrap_or_default();
-            let ok = matches(
-                given,
-                ex["accepts"].as_str().unwrap_or_default(),
-                ex["match"].as_str().unwrap_or("exact"),
-            );
+            let ok = matches(given, &ex.accepts, &ex.r#match);
             Ok(if ok {
                 outcome = "accepted";
                 json!({"status": "accepted", "message": "The action was carried out."})
