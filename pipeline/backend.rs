@@ -5,6 +5,7 @@
 
 use crate::data_planning::Payload;
 use crate::run_matrix::RunSpec;
+use crate::stages::read_jsonl;
 use anyhow::{anyhow, Context, Result};
 use axum::extract::{Path as UrlPath, Query, State};
 use axum::http::StatusCode;
@@ -36,28 +37,6 @@ pub struct Backend {
     log: Mutex<Log>,
 }
 
-fn typed<T: serde::de::DeserializeOwned>(path: &Path) -> Result<Vec<T>> {
-    jsonl(path)?
-        .into_iter()
-        .enumerate()
-        .map(|(i, v)| {
-            serde_json::from_value(v).map_err(|e| anyhow!("{}:{}: {e}", path.display(), i + 1))
-        })
-        .collect()
-}
-
-fn jsonl(path: &Path) -> Result<Vec<Value>> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
-    text.lines()
-        .enumerate()
-        .filter(|(_, l)| !l.trim().is_empty())
-        .map(|(i, l)| {
-            serde_json::from_str(l).map_err(|e| anyhow!("{}:{}: {e}", path.display(), i + 1))
-        })
-        .collect()
-}
-
 /// Case, spacing and punctuation ignored, as contracts with `match = "normalized"` specify.
 pub fn normalize(s: &str) -> String {
     s.to_lowercase()
@@ -80,10 +59,10 @@ impl Backend {
     /// request.
     pub fn load(bundle: &Path, log: Box<dyn Write + Send>) -> Result<Self> {
         let mut payloads = HashMap::new();
-        for p in typed::<Payload>(&bundle.join("payloads.jsonl"))? {
+        for p in read_jsonl::<Payload>(&bundle.join("payloads.jsonl"))? {
             payloads.insert(p.key.clone(), p);
         }
-        let runs: HashMap<String, Run> = typed::<RunSpec>(&bundle.join("runs.jsonl"))?
+        let runs: HashMap<String, Run> = read_jsonl::<RunSpec>(&bundle.join("runs.jsonl"))?
             .into_iter()
             .map(|r| {
                 (
@@ -95,7 +74,7 @@ impl Backend {
             })
             .collect();
         let mut schemas = HashMap::new();
-        for c in jsonl(&bundle.join("contracts.jsonl"))? {
+        for c in read_jsonl::<Value>(&bundle.join("contracts.jsonl"))? {
             let id = c["id"].as_str().unwrap_or_default().to_string();
             let v = jsonschema::validator_for(&c["execution_skill"]["input_schema"])
                 .map_err(|e| anyhow!("contracts.jsonl: {id}: input schema: {e}"))?;

@@ -284,20 +284,10 @@ pub fn write(inp: &Inputs, work: &Path) -> Result<()> {
     };
 
     let mut files: BTreeMap<String, Vec<u8>> = BTreeMap::new();
-    let mut buf = Vec::new();
-    for p in &profiles {
-        serde_json::to_writer(&mut buf, p)?;
-        buf.push(b'\n');
-    }
-    files.insert("profiles.jsonl".into(), buf);
+    files.insert("profiles.jsonl".into(), jsonl(&profiles)?);
     files.insert("calibration.json".into(), to_json_pretty(&report)?);
     if audit.enabled {
-        let mut buf = Vec::new();
-        for v in &audit.verdicts {
-            serde_json::to_writer(&mut buf, v)?;
-            buf.push(b'\n');
-        }
-        files.insert("seed_audit.jsonl".into(), buf);
+        files.insert("seed_audit.jsonl".into(), jsonl(&audit.verdicts)?);
     }
     if ident.enabled {
         files.insert(
@@ -328,26 +318,14 @@ pub fn write(inp: &Inputs, work: &Path) -> Result<()> {
             "harness": content.harness.item,
         }))?,
     );
-    let mut buf = Vec::new();
-    for c in &contracts.contracts {
-        serde_json::to_writer(&mut buf, c)?;
-        buf.push(b'\n');
-    }
-    files.insert("contracts.jsonl".into(), buf);
+    files.insert("contracts.jsonl".into(), jsonl(&contracts.contracts)?);
     if contracts.reviewed {
-        let mut buf = Vec::new();
-        for v in &contracts.votes {
-            serde_json::to_writer(&mut buf, v)?;
-            buf.push(b'\n');
-        }
-        files.insert("votes.jsonl".into(), buf);
+        files.insert("votes.jsonl".into(), jsonl(&contracts.votes)?);
         if !contracts.discarded.is_empty() {
-            let mut buf = Vec::new();
-            for d in &contracts.discarded {
-                serde_json::to_writer(&mut buf, d)?;
-                buf.push(b'\n');
-            }
-            files.insert("contracts_discarded.jsonl".into(), buf);
+            files.insert(
+                "contracts_discarded.jsonl".into(),
+                jsonl(&contracts.discarded)?,
+            );
         }
     }
     files.insert("bindings.jsonl".into(), jsonl(&binding.bindings)?);

@@ -3,7 +3,7 @@
 //! policies, validation rules, reviewer personas and the curated task contracts. Every file is
 //! checked against its JSON Schema on load; the cross-file rules live in `policy_validation`.
 
-use crate::taxonomy::load_checked_json;
+use crate::taxonomy::{load_checked_json, typed};
 use anyhow::{anyhow, Context, Result};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -388,10 +388,6 @@ pub struct Content {
     pub files: Vec<PathBuf>,
 }
 
-fn typed<T: for<'de> Deserialize<'de>>(v: Value, file: &Path) -> Result<T> {
-    serde_json::from_value(v).with_context(|| format!("{}: unexpected structure", file.display()))
-}
-
 /// The `.json` files of a directory, sorted by name; an absent directory is an error.
 fn json_files(dir: &Path) -> Result<Vec<PathBuf>> {
     let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
@@ -574,12 +570,9 @@ impl Content {
         let skills_doc = at(&tf, &tax, "interaction_skills")?;
         let reviewers = at(&tf, &tax, "reviewers")?;
         let cpath = dir.join("contracts.jsonl");
-        let text = std::fs::read_to_string(&cpath)
-            .with_context(|| format!("cannot read {}", cpath.display()))?;
         let mut contracts = Vec::new();
-        for (i, line) in text.lines().enumerate() {
-            let mut v: Value = serde_json::from_str(line)
-                .map_err(|e| anyhow!("{}:{}: {e}", cpath.display(), i + 1))?;
+        for mut v in crate::stages::read_jsonl::<Value>(&cpath)? {
+            // The bundle's records carry their review next to the contract.
             if let Some(m) = v.as_object_mut() {
                 m.remove("review");
             }

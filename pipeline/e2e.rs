@@ -5,6 +5,7 @@
 //! unavailability message), and that execution succeeds with the value and fails without it.
 
 use crate::backend::{self, Backend};
+use crate::stages::read_jsonl;
 use anyhow::{anyhow, bail, Context, Result};
 use serde::Serialize;
 use serde_json::{json, Value};
@@ -38,20 +39,11 @@ struct Task {
     attribute: String,
 }
 
-fn jsonl(path: &Path) -> Result<Vec<Value>> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
-    text.lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| serde_json::from_str(l).map_err(|e| anyhow!("{}: {e}", path.display())))
-        .collect()
-}
-
 /// The sample: per category its first contract, under one guidance condition (rotating over
 /// categories so every condition's skill folders are exercised), every pressure and order.
 fn sample(bundle: &Path, max_categories: Option<usize>) -> Result<Vec<Task>> {
-    let runs = jsonl(&bundle.join("runs.jsonl"))?;
-    let contracts = jsonl(&bundle.join("contracts.jsonl"))?;
+    let runs = read_jsonl::<Value>(&bundle.join("runs.jsonl"))?;
+    let contracts = read_jsonl::<Value>(&bundle.join("contracts.jsonl"))?;
     let mut guidance: Vec<String> = Vec::new();
     for r in &runs {
         let g = r["guidance"].as_str().unwrap_or_default().to_string();

@@ -152,7 +152,8 @@ pub fn check_schema(value: &Value, schema: &Value, what: &str) -> Result<()> {
     Ok(())
 }
 
-fn typed<T: for<'de> Deserialize<'de>>(v: Value, file: &Path) -> Result<T> {
+/// A loaded document as its Rust type, with an error naming the file.
+pub(crate) fn typed<T: for<'de> Deserialize<'de>>(v: Value, file: &Path) -> Result<T> {
     serde_json::from_value(v).with_context(|| format!("{}: unexpected structure", file.display()))
 }
 

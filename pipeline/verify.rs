@@ -176,15 +176,11 @@ fn check_schemas(dir: &Path) -> Result<()> {
         let v = jsonschema::validator_for(&s)
             .map_err(|e| anyhow!("schemas/{schema_name}: not a valid JSON Schema: {e}"))?;
         let records: Vec<(String, Value)> = if file.ends_with(".jsonl") {
-            let text = std::fs::read_to_string(&path)?;
-            text.lines()
+            jsonl(&path)?
+                .into_iter()
                 .enumerate()
-                .map(|(i, l)| {
-                    serde_json::from_str(l)
-                        .map(|x| (format!("{file}:{}", i + 1), x))
-                        .map_err(|e| anyhow!("{file}:{}: invalid JSON: {e}", i + 1))
-                })
-                .collect::<Result<_>>()?
+                .map(|(i, x)| (format!("{file}:{}", i + 1), x))
+                .collect()
         } else {
             vec![(file.clone(), read_json(&path)?)]
         };
@@ -202,17 +198,6 @@ fn check_schemas(dir: &Path) -> Result<()> {
         }
     }
     Ok(())
-}
-
-fn typed_lines<T: serde::de::DeserializeOwned>(path: &Path) -> Result<Vec<T>> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
-    text.lines()
-        .enumerate()
-        .map(|(i, l)| {
-            serde_json::from_str(l).map_err(|e| anyhow!("{}:{}: {e}", path.display(), i + 1))
-        })
-        .collect()
 }
 
 fn read_tree(root: &Path, dir: &Path, out: &mut BTreeMap<String, String>) -> Result<()> {
@@ -238,8 +223,10 @@ fn check_gates(dir: &Path) -> Result<()> {
     let content = crate::content::Content::from_bundle(dir)?;
     let contracts: Vec<&crate::content::Contract> =
         content.contracts.iter().map(|l| &l.item).collect();
-    let bindings: Vec<crate::persona_binding::Binding> = typed_lines(&dir.join("bindings.jsonl"))?;
-    let worlds: Vec<crate::data_planning::World> = typed_lines(&dir.join("personas.jsonl"))?;
+    let bindings: Vec<crate::persona_binding::Binding> =
+        crate::stages::read_jsonl(&dir.join("bindings.jsonl"))?;
+    let worlds: Vec<crate::data_planning::World> =
+        crate::stages::read_jsonl(&dir.join("personas.jsonl"))?;
     let personas: BTreeMap<String, PersonaFacts> = worlds
         .iter()
         .map(|w| {
@@ -253,9 +240,10 @@ fn check_gates(dir: &Path) -> Result<()> {
             )
         })
         .collect();
-    let payloads: Vec<crate::data_planning::Payload> = typed_lines(&dir.join("payloads.jsonl"))?;
-    let runs: Vec<crate::run_matrix::RunSpec> = typed_lines(&dir.join("runs.jsonl"))?;
-    let skills: Vec<SkillEntry> = typed_lines(&dir.join("skills.jsonl"))?;
+    let payloads: Vec<crate::data_planning::Payload> =
+        crate::stages::read_jsonl(&dir.join("payloads.jsonl"))?;
+    let runs: Vec<crate::run_matrix::RunSpec> = crate::stages::read_jsonl(&dir.join("runs.jsonl"))?;
+    let skills: Vec<SkillEntry> = crate::stages::read_jsonl(&dir.join("skills.jsonl"))?;
     let mut rendered = Vec::new();
     for g in &content.guidance {
         for e in &skills {

@@ -6,47 +6,24 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    fs::create_dir_all(to).unwrap();
-    for e in fs::read_dir(from).unwrap() {
-        let p = e.unwrap().path();
-        let dest = to.join(p.file_name().unwrap());
-        if p.is_dir() {
-            copy_dir(&p, &dest);
-        } else {
-            fs::copy(&p, &dest).unwrap();
-        }
-    }
-}
+mod support;
+use support::fixture::{copy_dir, offline_config, repo};
 
 /// A copy of the taxonomy and a config that points at it.
 fn workspace() -> (tempfile::TempDir, PathBuf, PathBuf) {
     let tmp = tempfile::tempdir().unwrap();
     let tax = tmp.path().join("taxonomy");
     copy_dir(&repo().join("taxonomy"), &tax);
-    let text = fs::read_to_string(repo().join("configs/reference.toml"))
-        .unwrap()
-        // Trial populations lack the rarest persona combinations some contracts need.
-        .replace(
-            "on_unsatisfiable = \"fail\"",
-            "on_unsatisfiable = \"relax\"",
-        );
-    let text: Vec<String> = text
-        .lines()
-        .map(|l| {
-            if l.starts_with("taxonomy =") {
-                format!("taxonomy = {:?}", tax.display().to_string())
-            } else {
-                l.to_string()
-            }
-        })
-        .collect();
-    let cfg = tmp.path().join("config.toml");
-    fs::write(&cfg, text.join("\n")).unwrap();
+    let tax_path = format!("{:?}", tax.display().to_string());
+    let cfg = offline_config(
+        tmp.path(),
+        1000,
+        &[
+            ("taxonomy =", tax_path.as_str()),
+            // Trial populations lack the rarest persona combinations some contracts need.
+            ("on_unsatisfiable =", "\"relax\""),
+        ],
+    );
     (tmp, tax, cfg)
 }
 
@@ -285,7 +262,7 @@ fn a_task_value_in_a_policy_text_is_named() {
 /// domain, and builds: no code change, and the bundle carries both.
 #[test]
 fn a_new_domain_and_policy_added_as_data_build_into_the_bundle() {
-    let (tmp, tax, cfg) = workspace();
+    let (tmp, tax, _) = workspace();
     fs::write(
         tax.join("domains/insurance.json"),
         r#"{"id": "insurance", "name": "Insurance", "description": "Claims, policies and cover changes with insurers.", "provenance": "Added by a maintainer as an example extension."}"#,
@@ -299,35 +276,15 @@ fn a_new_domain_and_policy_added_as_data_build_into_the_bundle() {
     edit_json(&tax.join("contracts/health.json"), |v| {
         v["contracts"][4]["domain"] = "insurance".into();
     });
-    let text = fs::read_to_string(&cfg).unwrap();
-    let text: Vec<String> = text
-        .lines()
-        .map(|l| {
-            if l.starts_with("output =") {
-                format!(
-                    "output = {:?}",
-                    tmp.path().join("bundle").display().to_string()
-                )
-            } else if l.starts_with("work =") {
-                format!("work = {:?}", tmp.path().join("work").display().to_string())
-            } else if l.starts_with("profiles =") {
-                "profiles = 100".into()
-            } else {
-                l.to_string()
-            }
-        })
-        .collect();
-    let text = (text.join("\n") + "\n")
-        .replace(
-            "[seed_audit]\nenabled = true",
-            "[seed_audit]\nenabled = false",
-        )
-        .replace("[identity]\nenabled = true", "[identity]\nenabled = false")
-        .replace(
-            "[contracts]\nenabled = true",
-            "[contracts]\nenabled = false",
-        );
-    fs::write(&cfg, text).unwrap();
+    let tax_path = format!("{:?}", tax.display().to_string());
+    let cfg = offline_config(
+        tmp.path(),
+        100,
+        &[
+            ("taxonomy =", tax_path.as_str()),
+            ("on_unsatisfiable =", "\"relax\""),
+        ],
+    );
     let (ok, out) = validate(&cfg);
     assert!(ok, "{out}");
     assert!(out.contains("9 domains, 5 guidance"), "{out}");
