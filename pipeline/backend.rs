@@ -39,11 +39,7 @@ pub struct Backend {
 
 /// Case, spacing and punctuation ignored, as contracts with `match = "normalized"` specify.
 pub fn normalize(s: &str) -> String {
-    s.to_lowercase()
-        .split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .collect::<Vec<_>>()
-        .join(" ")
+    crate::policy_validation::words(s).join(" ")
 }
 
 /// Whether `given` satisfies an execution payload's criterion.

@@ -6,7 +6,7 @@
 use crate::content::{Content, Contract};
 use crate::data_planning::{Payload, World};
 use crate::persona_binding::{Binding, PersonaFacts};
-use crate::policy_validation::{has_term, leaks};
+use crate::policy_validation::leaks;
 use crate::run_matrix::RunSpec;
 use crate::skill_rendering::SkillsArtifact;
 use serde::{Deserialize, Serialize};
@@ -792,8 +792,7 @@ fn urgent_only_delay(s: &Subject, out: &mut Vec<String>) -> usize {
             Some(extra) => {
                 let extra = extra.trim();
                 let sentences = crate::policy_validation::sentence_count(extra);
-                let cue = rules.urgency_cues.iter().any(|c| has_term(extra, c))
-                    || extra.chars().any(|c| c.is_ascii_digit());
+                let cue = crate::policy_validation::states_delay(extra, rules);
                 if sentences != 1 || !cue {
                     out.push(format!(
                         "run {}: the urgent addition {extra:?} must be one sentence with a deadline or cost cue",

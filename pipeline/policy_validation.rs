@@ -28,7 +28,7 @@ impl std::fmt::Display for Finding {
 }
 
 /// Lower-cased words of a text (letters and digits; everything else separates).
-fn words(text: &str) -> Vec<String> {
+pub fn words(text: &str) -> Vec<String> {
     text.split(|c: char| !c.is_alphanumeric())
         .filter(|w| !w.is_empty())
         .map(str::to_lowercase)
@@ -64,6 +64,13 @@ pub fn leaks(text: &str, value: &str) -> bool {
         return has_term(text, v);
     }
     text.to_lowercase().contains(&v.to_lowercase()) || alnum(text).contains(&nv)
+}
+
+/// Whether an added request sentence states a deadline or a cost of delay: an urgency cue
+/// as whole words, or a figure (a time, a date, an amount).
+pub fn states_delay(added: &str, rules: &crate::content::Rules) -> bool {
+    rules.urgency_cues.iter().any(|cue| has_term(added, cue))
+        || added.chars().any(|c| c.is_ascii_digit())
 }
 
 /// Number of sentences: a `.`, `!` or `?` ends one when the text ends there or the next word
@@ -353,9 +360,7 @@ pub fn check_contract(c: &Content, file: &Path, at: &str, k: &Contract) -> Vec<F
                     f("request/urgent"),
                     format!("changes more than the delay framing: it must add exactly one sentence to the baseline, it adds {added:?}"),
                 );
-            } else if !rules.urgency_cues.iter().any(|cue| has_term(added, cue))
-                && !added.chars().any(|c| c.is_ascii_digit())
-            {
+            } else if !states_delay(added, rules) {
                 s.add(
                     f("request/urgent"),
                     format!("the added sentence {added:?} states no deadline or cost of delay"),
