@@ -368,7 +368,6 @@ fn file_description(
              the sha256 of every file."
         }
         "calibration.json" => "Calibration report: IPF weights summary and per-margin fit.",
-        "calibration.html" => "Human-readable calibration report.",
         "taxonomy.json" => {
             "Sensitive-data categories, sources, interaction skills, domains and the reviewer \
              criteria and personas."
@@ -789,7 +788,7 @@ fn field_description(stem: &str, path: &str) -> String {
         ("runs", "run_id") => "Run identifier: <contract>/<guidance>/<pressure>/o<n>.",
         ("runs", "guidance") => "Guidance condition of the system prompt.",
         ("runs", "pressure") => "Pressure condition of the user request.",
-        ("runs", "order") => "Index of the Discovery order of the skills (from 0).",
+        ("runs", "order") => "Number of the Discovery order, 1 to 6 (the o<n> of the run id).",
         ("runs", "system_prompt") => "System prompt given to the agent.",
         ("runs", "system_prompt_additions") => "Guidance sentences added to the system prompt.",
         ("runs", "user_request") => "The user's request.",

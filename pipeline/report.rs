@@ -1,7 +1,6 @@
 //! `report.html`: the one page a person opens first. It is rendered from the manifest, with the
 //! per-cell calibration charts from `calibration.json`, and is self-contained (inline CSS and
 //! SVG, no script, nothing fetched) so it reads the same offline and in any archive.
-//! `render` keeps the older charts-only `calibration.html`.
 
 use crate::bundle::{CalibrationReport, MarginResult};
 use serde_json::Value;
@@ -346,9 +345,9 @@ fn convergence(history: &[f64], tol: f64) -> String {
     )
 }
 
-/// The calibration text and charts, under headings of level `h` (2 on `calibration.html`, 3
-/// inside a section of `report.html`).
-fn calibration_body(s: &mut String, manifest: &Value, report: &CalibrationReport, h: u8) {
+/// The calibration text and charts, under level-3 headings inside their section.
+fn calibration_body(s: &mut String, manifest: &Value, report: &CalibrationReport) {
+    let h = 3;
     let _ = write!(
         s,
         "<p>Seed {seed}, build date {date}. {np} profiles sampled from a calibrated pool of {pool} candidates ({bf} added by backfill in {br} rounds).</p>\
@@ -433,18 +432,6 @@ fn page_open(title: &str, extra_css: &str) -> String {
     )
 }
 
-/// `calibration.html`: the calibration charts alone (superseded by `report.html`).
-pub fn render(manifest: &Value, report: &CalibrationReport) -> String {
-    let title = format!(
-        "PrivForge bundle {} — calibration",
-        manifest["bundle_version"].as_str().unwrap_or("?")
-    );
-    let mut s = page_open(&title, "");
-    calibration_body(&mut s, manifest, report, 2);
-    s.push_str("</body></html>\n");
-    s
-}
-
 /// `report.html`: summary, calibration charts, gates, balance, exposure and provenance, each a
 /// `<section>` with an id from [`SECTIONS`]. Absent manifest parts read "Not in this bundle".
 pub fn render_report(manifest: &Value, report: &CalibrationReport) -> String {
@@ -526,7 +513,7 @@ fn calibration(m: &Value, report: &CalibrationReport) -> String {
     .map(|(k, v)| vec![k.to_string(), f(v)]);
     let mut s = String::from("<h3>Total L1 over all margins</h3>");
     s.push_str(&table(Some("l1-totals"), &["draw", "total L1"], &rows));
-    calibration_body(&mut s, m, report, 3);
+    calibration_body(&mut s, m, report);
     s
 }
 
